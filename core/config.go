@@ -1,0 +1,187 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Component names one kind of per-node cache data. Full is the base
+// full-attention KV every tree has; SWA and Mamba are the auxiliary
+// components of hybrid models.
+type Component uint8
+
+const (
+	// Full is full-attention KV: one device slot per cached atom.
+	Full Component = iota
+	// SWA is sliding-window attention KV: slots only inside the window.
+	SWA
+	// Mamba is a recurrent state: one slot per node that saved one.
+	Mamba
+
+	numComponents = 3
+)
+
+// String returns the component's lower-case name.
+func (c Component) String() string {
+	switch c {
+	case Full:
+		return "full"
+	case SWA:
+		return "swa"
+	case Mamba:
+		return "mamba"
+	}
+	return fmt.Sprintf("component(%d)", uint8(c))
+}
+
+// ComponentSet is a bit set of components.
+type ComponentSet uint8
+
+// Has reports whether c is in the set.
+func (s ComponentSet) Has(c Component) bool { return c < numComponents && s&(1<<c) != 0 }
+
+// With returns the set with c added.
+func (s ComponentSet) With(c Component) ComponentSet { return s | 1<<c }
+
+// String lists the members, e.g. "{full,swa}".
+func (s ComponentSet) String() string {
+	var parts []string
+	for c := Component(0); c < numComponents; c++ {
+		if s.Has(c) {
+			parts = append(parts, c.String())
+		}
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// WritePolicy decides when device KV is copied to the host tier.
+type WritePolicy uint8
+
+const (
+	// WriteThrough backs a node up once its hit count reaches the threshold.
+	WriteThrough WritePolicy = iota
+	// WriteBack backs a node up only when it is evicted from the device.
+	WriteBack
+)
+
+// String returns "write_through" or "write_back".
+func (w WritePolicy) String() string {
+	if w == WriteBack {
+		return "write_back"
+	}
+	return "write_through"
+}
+
+// Config is validated once by [New]; the tree keeps its own copy.
+type Config struct {
+	// PageSize is the matching granularity in atoms (≥ 1). Keys are
+	// truncated to whole pages.
+	PageSize int
+	// Components is the component set; it must contain Full. An empty
+	// list means [Full].
+	Components []Component
+	// Policy names the device eviction order: lru, lfu, fifo, mru, filo,
+	// priority, slru or gdsf (case-insensitive). Empty means lru.
+	Policy string
+	// Bigram makes each key atom a pair of adjacent tokens (EAGLE
+	// speculative decoding): n tokens give n-1 atoms.
+	Bigram bool
+	// HostTier enables the host-memory tier (HiCache).
+	HostTier bool
+	// WritePolicy chooses write-through or write-back for the host tier.
+	WritePolicy WritePolicy
+	// WriteThroughThreshold is the hit count that triggers a write-through
+	// backup; 0 picks the default (1 when the policy is write-through).
+	WriteThroughThreshold int
+	// KVEvents enables BlockStored/BlockRemoved event recording.
+	KVEvents bool
+}
+
+// validated is the normalised configuration a Tree runs on.
+type validated struct {
+	page       int
+	width      int // key words per atom: 1, or 2 for bigram keys
+	comps      []Component
+	set        ComponentSet
+	policy     policy
+	bigram     bool
+	hostTier   bool
+	writeBack  bool
+	wtThresh   int64
+	kvEvents   bool
+	policyName string
+}
+
+func (c Config) validate() (validated, error) {
+	var v validated
+	if c.PageSize < 1 {
+		return v, fmt.Errorf("%w: page size %d must be at least 1", ErrInvalidConfig, c.PageSize)
+	}
+	if c.PageSize > 1<<16 {
+		return v, fmt.Errorf("%w: page size %d is larger than 65536", ErrInvalidConfig, c.PageSize)
+	}
+	comps := c.Components
+	if len(comps) == 0 {
+		comps = []Component{Full}
+	}
+	var set ComponentSet
+	for _, comp := range comps {
+		if comp >= numComponents {
+			return v, fmt.Errorf("%w: unknown component %d", ErrInvalidConfig, comp)
+		}
+		if set.Has(comp) {
+			return v, fmt.Errorf("%w: component %s listed twice", ErrInvalidConfig, comp)
+		}
+		set = set.With(comp)
+	}
+	if !set.Has(Full) {
+		return v, fmt.Errorf("%w: component set %s lacks full, which every tree needs", ErrInvalidConfig, set)
+	}
+	if set.Has(SWA) || set.Has(Mamba) {
+		return v, fmt.Errorf("%w: component set %s: only {full} is implemented so far", ErrUnsupported, set)
+	}
+	name := strings.ToLower(strings.TrimSpace(c.Policy))
+	if name == "" {
+		name = "lru"
+	}
+	pol, ok := policyByName(name)
+	if !ok {
+		return v, fmt.Errorf("%w: %q (known: %s)", ErrUnknownPolicy, c.Policy, strings.Join(PolicyNames(), ", "))
+	}
+	if c.WritePolicy > WriteBack {
+		return v, fmt.Errorf("%w: unknown write policy %d", ErrInvalidConfig, c.WritePolicy)
+	}
+	if c.WriteThroughThreshold < 0 {
+		return v, fmt.Errorf("%w: write-through threshold %d is negative", ErrInvalidConfig, c.WriteThroughThreshold)
+	}
+	if c.HostTier {
+		return v, fmt.Errorf("%w: the host tier is not implemented yet", ErrUnsupported)
+	}
+	if c.KVEvents {
+		return v, fmt.Errorf("%w: KV cache events are not implemented yet", ErrUnsupported)
+	}
+	thresh := int64(c.WriteThroughThreshold)
+	if thresh == 0 {
+		thresh = 2
+		if c.WritePolicy == WriteThrough {
+			thresh = 1
+		}
+	}
+	v = validated{
+		page:       c.PageSize,
+		width:      1,
+		comps:      comps,
+		set:        set,
+		policy:     pol,
+		bigram:     c.Bigram,
+		hostTier:   c.HostTier,
+		writeBack:  c.WritePolicy == WriteBack,
+		wtThresh:   thresh,
+		kvEvents:   c.KVEvents,
+		policyName: name,
+	}
+	if c.Bigram {
+		v.width = 2
+	}
+	return v, nil
+}

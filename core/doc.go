@@ -1,0 +1,49 @@
+// Package core is radixkv's deterministic prefix-cache tree: a radix tree
+// over token keys whose values are KV-pool slot indices, shared by every
+// request that has the same prefix.
+//
+// The tree decides and the host executes. [Tree] never touches memory
+// pools, clocks, files or goroutines; every operation returns a result
+// plus an ordered list of [Action]s (free these slots, back up these
+// nodes) that the host runs on its pools. The same command stream yields
+// byte-identical results everywhere, natively and in WebAssembly.
+//
+// # Keys and pages
+//
+// A key is a token sequence matched at page granularity: only whole pages
+// are matched or inserted, and a node is split only at page boundaries. In
+// bigram mode (EAGLE speculative decoding) each atom is a pair of
+// adjacent tokens, so n tokens make n-1 atoms. A [Namespace] (extra key,
+// cache salt, LoRA adapter) partitions the tree at the root.
+//
+// # Request lifecycle
+//
+//	res, _ := tree.Match(buf[:0], ns, prompt)      // cached prefix slots
+//	rcpt, _ := tree.Lock(res.LastDevice, 0)        // protect it while running
+//	... prefill the rest into fresh slots ...
+//	_, acts, _ := tree.Insert(core.InsertParams{   // cache the whole sequence
+//	    Tokens: seq, Slots: slots, PrevPrefixLen: res.DeviceLen})
+//	execute(acts)                                  // free duplicate slots
+//	tree.Unlock(res.LastDevice, rcpt, false)
+//
+// When the pool is short, [Tree.Evict] frees leaves in the configured
+// policy's order (lru, lfu, fifo, mru, filo, priority, slru, gdsf) and
+// returns the freed slots as actions; [Tree.EvictStart] /
+// [Tree.EvictNext] / [Tree.EvictEnd] do the same step by step.
+//
+// # Handles and errors
+//
+// Nodes are named by generational [NodeID] handles: a handle to a freed
+// node is an error ([ErrStaleNode]), never another node. Locks return a
+// [Receipt] that must be presented to release them ([ErrReceipt]). Every
+// method validates its input and returns a package-prefixed error; a
+// failed call leaves the tree as it was. An internal invariant failure
+// marks the tree broken ([ErrBroken]) until [Tree.Reset].
+//
+// # Components
+//
+// Per-node data is organised in components behind one internal interface:
+// [Full] (full-attention KV) is implemented; [SWA] and [Mamba] plug into
+// the same hooks (validator, insert overlap, commit, split, lock walk,
+// eviction, LRU refresh, match finalisation).
+package core

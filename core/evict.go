@@ -1,0 +1,256 @@
+package core
+
+import "fmt"
+
+// EvictStep reports one step of an eviction walk.
+type EvictStep struct {
+	// Node is the leaf the step evicted (zero when none).
+	Node NodeID
+	// Freed is the device atoms this step freed.
+	Freed int
+	// Actions lists the frees for the host to execute.
+	Actions []Action
+	// Done is set when the walk has freed what was asked, or nothing
+	// evictable is left.
+	Done bool
+}
+
+type heapEntry struct {
+	a, b int64
+	idx  int32
+	gen  uint32
+}
+
+func (x heapEntry) less(y heapEntry) bool {
+	if x.a != y.a {
+		return x.a < y.a
+	}
+	if x.b != y.b {
+		return x.b < y.b
+	}
+	return x.idx < y.idx
+}
+
+// evictWalk is the state of a step-wise device eviction.
+type evictWalk struct {
+	active     bool
+	comp       Component
+	want       int
+	freed      int
+	heap       []heapEntry
+	lastParent int32
+	parentGen  uint32
+}
+
+// EvictStart begins a step-wise device eviction of component c that aims
+// to free want atoms. Candidates are ordered by the tree's policy (the
+// order is fixed at start; later touches do not reorder them).
+// Errors: ErrBroken, ErrEvictionInFlight, ErrInvalidArgument.
+func (t *Tree) EvictStart(c Component, want int) error {
+	if err := t.checkUsable(); err != nil {
+		return err
+	}
+	if t.walk.active {
+		return ErrEvictionInFlight
+	}
+	if !t.cfg.set.Has(c) {
+		return fmt.Errorf("%w: component %s is not in the tree's set %s", ErrInvalidArgument, c, t.cfg.set)
+	}
+	if want < 0 {
+		return fmt.Errorf("%w: cannot evict %d atoms", ErrInvalidArgument, want)
+	}
+	w := &t.walk
+	*w = evictWalk{active: true, comp: c, want: want, heap: w.heap[:0], lastParent: nilIdx}
+	for _, i := range t.dset {
+		w.heap = append(w.heap, t.heapEntry(i))
+	}
+	for k := len(w.heap)/2 - 1; k >= 0; k-- {
+		heapDown(w.heap, k)
+	}
+	return nil
+}
+
+func (t *Tree) heapEntry(i int32) heapEntry {
+	n := &t.nodes[i]
+	a, b := t.cfg.policy.key(t, n)
+	return heapEntry{a: a, b: b, idx: i, gen: n.gen}
+}
+
+// EvictNext evicts the next leaf of the walk and returns its frees. A leaf
+// whose parent thereby becomes a leaf makes the parent a candidate.
+// Errors: ErrNoEviction, ErrBroken.
+func (t *Tree) EvictNext() (EvictStep, error) {
+	w := &t.walk
+	if !w.active {
+		return EvictStep{}, ErrNoEviction
+	}
+	if err := t.checkUsable(); err != nil {
+		return EvictStep{}, err
+	}
+	if p := w.lastParent; p != nilIdx {
+		w.lastParent = nilIdx
+		if n := &t.nodes[p]; n.live && n.gen == w.parentGen && n.dpos >= 0 {
+			w.heap = heapPush(w.heap, t.heapEntry(p))
+		}
+	}
+	if w.freed >= w.want {
+		return EvictStep{Done: true}, nil
+	}
+	for len(w.heap) > 0 {
+		var e heapEntry
+		e, w.heap = heapPop(w.heap)
+		n := &t.nodes[e.idx]
+		if !n.live || n.gen != e.gen || n.dpos < 0 {
+			continue // stale: evicted, locked or gained a device child since start
+		}
+		w.lastParent, w.parentGen = n.parent, t.nodes[n.parent].gen
+		id := t.handle(e.idx)
+		if t.cfg.policy.onEvict != nil {
+			t.cfg.policy.onEvict(t, n)
+		}
+		acts, freed := t.deleteDeviceLeaf(e.idx, nil)
+		w.freed += freed
+		return EvictStep{Node: id, Freed: freed, Actions: acts}, nil
+	}
+	return EvictStep{Done: true}, nil
+}
+
+// EvictEnd finishes the eviction walk (idempotent).
+func (t *Tree) EvictEnd() {
+	t.walk.active = false
+	t.walk.heap = t.walk.heap[:0]
+}
+
+// EvictionInFlight reports whether a step-wise eviction walk is open.
+func (t *Tree) EvictionInFlight() bool { return t.walk.active }
+
+// Evict frees at least want device atoms of component c if the tree holds
+// that many unlocked, appending the frees to dst. It returns the atoms
+// actually freed, which is less than want only when nothing evictable is
+// left.
+// Errors: as EvictStart.
+func (t *Tree) Evict(c Component, want int, dst []Action) ([]Action, int, error) {
+	if err := t.EvictStart(c, want); err != nil {
+		return dst, 0, err
+	}
+	defer t.EvictEnd()
+	freed := 0
+	for {
+		step, err := t.EvictNext()
+		if err != nil {
+			return dst, freed, err
+		}
+		dst = append(dst, step.Actions...)
+		freed += step.Freed
+		if step.Done {
+			return dst, freed, nil
+		}
+	}
+}
+
+// deleteDeviceLeaf removes an unbacked device leaf with all its data and
+// then cleans up ancestors left without data.
+func (t *Tree) deleteDeviceLeaf(i int32, acts []Action) ([]Action, int) {
+	acts, freed := t.releaseAll(i, acts)
+	parent := t.nodes[i].parent
+	t.removeLeaf(i)
+	t.refreshLeaf(parent)
+	acts = t.cleanupTombstones(parent, acts)
+	return acts, freed
+}
+
+// releaseAll frees every component's data on node i on both tiers; Full
+// goes last because auxiliary frees are expressed in Full slots.
+func (t *Tree) releaseAll(i int32, acts []Action) ([]Action, int) {
+	freed := 0
+	for k := len(t.comps) - 1; k >= 0; k-- {
+		var f int
+		acts, f = t.comps[k].evict(t, i, layerAll, acts)
+		if t.comps[k].kind() == Full {
+			freed = f
+		}
+	}
+	return acts, freed
+}
+
+// removeLeaf unlinks a childless node and recycles its slot.
+func (t *Tree) removeLeaf(i int32) {
+	t.unlink(i)
+	t.nodes[i].live = false
+	t.refreshLeaf(i) // a dead node leaves the D-leaf set
+	t.release(i)
+}
+
+// cleanupTombstones walks up from i deleting childless, unlocked nodes
+// that hold no Full data on either tier, freeing any auxiliary data they
+// still carry. It stops at the root, at a node with children, at a locked
+// node, or at a node that still holds Full data.
+func (t *Tree) cleanupTombstones(i int32, acts []Action) []Action {
+	for i != rootIdx {
+		n := &t.nodes[i]
+		if len(n.children) > 0 || n.devLocked() || n.hostLocked() {
+			break
+		}
+		if n.dev[Full] != nil {
+			t.refreshLeaf(i)
+			break
+		}
+		for _, c := range t.comps[1:] {
+			acts, _ = c.evict(t, i, layerDevice, acts)
+		}
+		if n.host[Full] != nil {
+			t.refreshLeaf(i)
+			break
+		}
+		for _, c := range t.comps {
+			acts, _ = c.evict(t, i, layerHost, acts)
+		}
+		parent := n.parent
+		t.removeLeaf(i)
+		t.refreshLeaf(parent)
+		i = parent
+	}
+	return acts
+}
+
+func heapDown(h []heapEntry, k int) {
+	n := len(h)
+	for {
+		l := 2*k + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h[r].less(h[l]) {
+			m = r
+		}
+		if !h[m].less(h[k]) {
+			return
+		}
+		h[k], h[m] = h[m], h[k]
+		k = m
+	}
+}
+
+func heapPush(h []heapEntry, e heapEntry) []heapEntry {
+	h = append(h, e)
+	k := len(h) - 1
+	for k > 0 {
+		p := (k - 1) / 2
+		if !h[k].less(h[p]) {
+			break
+		}
+		h[k], h[p] = h[p], h[k]
+		k = p
+	}
+	return h
+}
+
+func heapPop(h []heapEntry) (heapEntry, []heapEntry) {
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	heapDown(h, 0)
+	return top, h
+}

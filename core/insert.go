@@ -1,0 +1,368 @@
+package core
+
+import "fmt"
+
+// InsertParams describes a resumable or one-shot insert.
+type InsertParams struct {
+	// Namespace of the request.
+	Namespace Namespace
+	// Tokens of the sequence to cache; only whole pages are inserted.
+	Tokens []uint32
+	// Slots holds one device Full slot per atom (at least the aligned
+	// length). The tree keeps its own copies of what it adopts.
+	Slots []int32
+	// PrevPrefixLen is how much of the sequence the request already held
+	// from the cache (its locked prefix): those slots belong to the tree
+	// and are never freed.
+	PrevPrefixLen int
+	// Priority raises the eviction priority of every node on the path.
+	Priority int64
+	// Chunked marks a chunked-prefill insert: no hit counting.
+	Chunked bool
+	// TrackAdopted asks for the key ranges whose incoming slots the tree
+	// kept (InsertResult.Adopted).
+	TrackAdopted bool
+	// SessionID is attributed to newly stored blocks in KV events.
+	SessionID string
+}
+
+// Range is a half-open atom range [Start, End) of an insert key.
+type Range struct{ Start, End int }
+
+// InsertResult is the outcome of a completed insert.
+type InsertResult struct {
+	// PrefixLen is how many atoms of the key the tree already held.
+	PrefixLen int
+	// TotalLen is the page-aligned key length that was inserted.
+	TotalLen int
+	// LastDevice is the node at the end of the inserted path.
+	LastDevice NodeID
+	// MambaExist reports whether a Mamba state covers the sequence
+	// (vacuously true for an empty insert).
+	MambaExist bool
+	// Adopted lists, per component, the key ranges whose incoming slots
+	// the tree kept; nil unless TrackAdopted was set.
+	Adopted [][]Range
+}
+
+// InsertStep is what one call of a resumable insert hands the host.
+type InsertStep struct {
+	// Actions to execute in order before resuming (or, when Done, before
+	// using the result).
+	Actions []Action
+	// Done is set on the final step, with Result.
+	Done   bool
+	Result InsertResult
+}
+
+type insertPhase uint8
+
+const (
+	phaseWalk insertPhase = iota
+	phaseCommit
+	phaseTail
+)
+
+// insertState is the suspended insert, owning copies of its key and
+// value so the caller's buffers may change between steps.
+type insertState struct {
+	active   bool
+	phase    insertPhase
+	node     int32
+	nodeGen  uint32
+	key      []uint32 // aligned key words
+	value    []int32  // aligned slots
+	L        int
+	ns       uint32
+	prev     int
+	priority int64
+	chunked  bool
+	cursor   int
+	newLeaf  bool
+	target   int32
+	res      InsertResult
+	pending  []Action
+}
+
+// adopt records that the tree kept incoming slots [s, e) of component c.
+func (s *insertState) adopt(c Component, start, end int) {
+	if s.res.Adopted == nil || start >= end {
+		return
+	}
+	rs := s.res.Adopted[c]
+	if k := len(rs); k > 0 && start <= rs[k-1].End {
+		rs[k-1].Start = min(rs[k-1].Start, start)
+		rs[k-1].End = max(rs[k-1].End, end)
+		return
+	}
+	s.res.Adopted[c] = append(rs, Range{start, end})
+}
+
+// Insert runs a whole insert at once and returns its result with every
+// action it produced, in order.
+// Errors: those of BeginInsert.
+func (t *Tree) Insert(p InsertParams) (InsertResult, []Action, error) {
+	step, err := t.BeginInsert(p)
+	if err != nil {
+		return InsertResult{}, nil, err
+	}
+	acts := step.Actions
+	for !step.Done {
+		if step, err = t.ResumeInsert(); err != nil {
+			return InsertResult{}, acts, err
+		}
+		acts = append(acts, step.Actions...)
+	}
+	return step.Result, acts, nil
+}
+
+// BeginInsert starts a resumable insert and runs it to its first barrier
+// or to completion. When the returned step is not Done, the host executes
+// its actions and calls ResumeInsert; EndInsert abandons the walk.
+// Inserts are single-flight.
+// Errors: ErrBroken, ErrInsertInFlight, ErrInvalidArgument (too few
+// slots, a negative slot, PrevPrefixLen out of range).
+func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
+	if err := t.checkUsable(); err != nil {
+		return InsertStep{}, err
+	}
+	if t.ins.active {
+		return InsertStep{}, fmt.Errorf("%w: end or finish the suspended insert first", ErrInsertInFlight)
+	}
+	q, L := t.atomsOf(p.Tokens)
+	if len(p.Slots) < L {
+		return InsertStep{}, fmt.Errorf("%w: %d slots for a key of %d aligned atoms", ErrInvalidArgument, len(p.Slots), L)
+	}
+	if p.PrevPrefixLen < 0 {
+		return InsertStep{}, errRange("prev prefix length", p.PrevPrefixLen, L)
+	}
+	for k, s := range p.Slots[:L] {
+		if s < 0 {
+			return InsertStep{}, fmt.Errorf("%w: slot %d at atom %d is negative", ErrInvalidArgument, s, k)
+		}
+	}
+
+	root := &t.nodes[rootIdx]
+	t.touch(rootIdx)
+	root.priority = max(root.priority, p.Priority)
+	if L == 0 {
+		return InsertStep{Done: true, Result: InsertResult{LastDevice: t.handle(rootIdx), MambaExist: true}}, nil
+	}
+	s := &t.ins
+	*s = insertState{
+		active:   true,
+		node:     rootIdx,
+		nodeGen:  root.gen,
+		key:      append(s.key[:0], q...),
+		value:    append(s.value[:0], p.Slots[:L]...),
+		L:        L,
+		ns:       t.nsIntern(p.Namespace),
+		prev:     p.PrevPrefixLen,
+		priority: p.Priority,
+		chunked:  p.Chunked,
+		target:   nilIdx,
+		res:      InsertResult{TotalLen: L},
+	}
+	if p.TrackAdopted {
+		s.res.Adopted = make([][]Range, numComponents)
+	}
+	return t.advanceInsert()
+}
+
+// ResumeInsert continues a suspended insert after the host executed the
+// previous step's actions.
+// Errors: ErrNoInsert, ErrBroken (the walk's node vanished meanwhile).
+func (t *Tree) ResumeInsert() (InsertStep, error) {
+	if !t.ins.active {
+		return InsertStep{}, ErrNoInsert
+	}
+	if err := t.checkUsable(); err != nil {
+		return InsertStep{}, err
+	}
+	if n := &t.nodes[t.ins.node]; !n.live || n.gen != t.ins.nodeGen {
+		t.ins.active = false
+		return InsertStep{Actions: t.ins.pending}, fmt.Errorf("%w: the insert walk's node was freed while it was suspended; the insert was abandoned", ErrInvalidArgument)
+	}
+	return t.advanceInsert()
+}
+
+// InsertInFlight reports whether an insert is suspended at a barrier.
+func (t *Tree) InsertInFlight() bool { return t.ins.active }
+
+// EndInsert abandons a suspended insert (idempotent) and returns the
+// actions it had produced but not yet handed out; the host must execute
+// them (they free duplicate slots).
+func (t *Tree) EndInsert() []Action {
+	if !t.ins.active {
+		return nil
+	}
+	t.ins.active = false
+	acts := t.ins.pending
+	t.ins.pending = nil
+	return acts
+}
+
+// advanceInsert runs steps until one emits a barrier action or the insert
+// completes.
+func (t *Tree) advanceInsert() (InsertStep, error) {
+	s := &t.ins
+	for {
+		mark := len(s.pending)
+		switch s.phase {
+		case phaseWalk:
+			if err := t.insertWalkStep(s); err != nil {
+				s.active = false
+				return InsertStep{Actions: s.pending}, err
+			}
+		case phaseCommit:
+			t.insertCommit(s)
+		case phaseTail:
+			t.insertTail(s)
+			s.active = false
+			acts := s.pending
+			s.pending = nil
+			return InsertStep{Actions: acts, Done: true, Result: s.res}, nil
+		}
+		for _, a := range s.pending[mark:] {
+			if !a.Kind.deferrable() {
+				acts := s.pending
+				s.pending = nil
+				s.nodeGen = t.nodes[s.node].gen
+				return InsertStep{Actions: acts}, nil
+			}
+		}
+	}
+}
+
+// insertWalkStep processes one existing node on the key's path.
+func (t *Tree) insertWalkStep(s *insertState) error {
+	c := s.cursor
+	wd := t.cfg.width
+	var child int32 = nilIdx
+	if c < s.L {
+		child = t.lookup(s.node, s.ns, s.key[c*wd:])
+	}
+	if child == nilIdx {
+		s.phase = phaseCommit
+		return nil
+	}
+	t.touch(child)
+	i := child
+	p := t.matchLen(s.key[c*wd:], t.nodes[child].key)
+	if p < t.keyAtoms(&t.nodes[child]) {
+		prefix, act, err := t.split(child, p)
+		if err != nil {
+			return err
+		}
+		if act != nil {
+			s.pending = append(s.pending, *act)
+		}
+		i = prefix
+	}
+	n := &t.nodes[i]
+	n.priority = max(n.priority, s.priority)
+	if n.evicted() {
+		t.unevict(i, s.value[c:c+p])
+		s.adopt(Full, c, c+p)
+		for _, comp := range t.comps[1:] {
+			comp.recoverAfterUnevict(t, s, i, p)
+		}
+	} else {
+		consumed := p
+		for _, comp := range t.comps {
+			consumed = min(consumed, comp.overlap(t, s, i, p))
+		}
+		// Incoming slots past the request's own cached prefix duplicate
+		// slots the tree already holds: the host frees them.
+		if d0 := max(s.prev-c, 0); d0 < consumed {
+			dup := append([]int32(nil), s.value[c+d0:c+consumed]...)
+			s.pending = append(s.pending, Action{Kind: ActionFreeDeviceKV, Slots: dup})
+		}
+	}
+	if t.hitCheck(i, s.chunked) {
+		s.pending = append(s.pending, t.backupAction(i))
+	}
+	s.node = i
+	s.cursor += p
+	return nil
+}
+
+// unevict restores an evicted node's Full device value from the insert's
+// fresh slots.
+func (t *Tree) unevict(i int32, fresh []int32) {
+	t.setDevice(i, Full, append([]int32(nil), fresh...))
+	t.account(i, Full, len(fresh))
+	t.refreshLeaf(i)
+	t.refreshLeaf(t.nodes[i].parent)
+}
+
+// insertCommit creates the leaf for the unmatched suffix (if any) and
+// lets each component attach its data to the target.
+func (t *Tree) insertCommit(s *insertState) {
+	target := s.node
+	if s.cursor < s.L {
+		wd := t.cfg.width
+		s.newLeaf = true
+		key := append([]uint32(nil), s.key[s.cursor*wd:s.L*wd]...)
+		val := append([]int32(nil), s.value[s.cursor:s.L]...)
+		target = t.alloc(s.ns, key)
+		leaf := &t.nodes[target]
+		leaf.priority = s.priority
+		t.setDevice(target, Full, val)
+		t.link(s.node, target)
+		t.evictable[Full] += len(val)
+		t.refreshLeaf(target)
+		t.refreshLeaf(s.node)
+		s.adopt(Full, s.cursor, s.L)
+	}
+	s.target = target
+	s.res.PrefixLen = s.cursor
+	s.res.LastDevice = t.handle(target)
+	s.res.MambaExist = !t.cfg.set.Has(Mamba)
+	for _, comp := range t.comps {
+		comp.commit(t, s, target, s.newLeaf)
+	}
+	s.phase = phaseTail
+}
+
+// insertTail refreshes auxiliary LRUs and decides the final backup.
+func (t *Tree) insertTail(s *insertState) {
+	if s.target != rootIdx {
+		for _, comp := range t.comps[1:] {
+			comp.refreshLRU(t, phaseInsertEnd, s.target)
+		}
+	}
+	if s.newLeaf && t.hitCheck(s.target, s.chunked) {
+		s.pending = append(s.pending, t.backupAction(s.target))
+	}
+}
+
+// hitCheck counts a hit on node i and reports whether it should now be
+// written through to the host tier.
+func (t *Tree) hitCheck(i int32, chunked bool) bool {
+	n := &t.nodes[i]
+	if n.evicted() || chunked || t.cfg.writeBack {
+		return false
+	}
+	n.hits++
+	n.credit = t.inflation + n.hits
+	return t.cfg.hostTier && !n.backuped() && n.hits >= t.cfg.wtThresh
+}
+
+// backupAction lists the chain to back up for node i: under write-through
+// the node and its ancestors up to the first backed-up one, ancestors
+// first; under write-back the node alone.
+func (t *Tree) backupAction(i int32) Action {
+	var chain []NodeID
+	if t.cfg.writeBack {
+		chain = []NodeID{t.handle(i)}
+	} else {
+		for j := i; j != rootIdx && !t.nodes[j].backuped(); j = t.nodes[j].parent {
+			chain = append(chain, t.handle(j))
+		}
+		for a, b := 0, len(chain)-1; a < b; a, b = a+1, b-1 {
+			chain[a], chain[b] = chain[b], chain[a]
+		}
+	}
+	return Action{Kind: ActionBackupKV, Node: t.handle(i), Nodes: chain}
+}

@@ -1,0 +1,229 @@
+package core
+
+import "fmt"
+
+// MatchResult describes the longest cached prefix of a request.
+type MatchResult struct {
+	// Indices is dst with the device slots of the matched prefix appended
+	// (root order). Its growth over dst is the device hit in atoms.
+	Indices []int32
+	// DeviceLen is the number of atoms appended to dst.
+	DeviceLen int
+	// LastDevice is the deepest matched node resident on the device; lock
+	// it to protect the prefix while the request runs.
+	LastDevice NodeID
+	// LastHost is the anchor for host/storage follow-ups: Best under the
+	// host tier, LastDevice otherwise.
+	LastHost NodeID
+	// Best is the deepest node every component validator accepted.
+	Best NodeID
+	// HostHitLen is the Full atoms cached only on the host between
+	// LastDevice and Best (what a load-back would restore).
+	HostHitLen int
+	// SWAHostHitLen is the SWA atoms inside the window found on the host.
+	SWAHostHitLen int
+	// SWABranchingSeqlen is the page-aligned length that would have hit had
+	// the SWA window been present, or -1.
+	SWABranchingSeqlen int
+	// MambaHostHitLen is 1 when Best's Mamba state is host-only.
+	MambaHostHitLen int
+	// MambaBranchingSeqlen is the chunk-aligned length that would have hit
+	// had a Mamba state been saved there, or -1.
+	MambaBranchingSeqlen int
+	// FullKVHitLen is the longest Full prefix on either tier, regardless of
+	// other components.
+	FullKVHitLen int
+	// Actions lists host work caused by the match (a split of a node with
+	// a pending write-through); usually nil.
+	Actions []Action
+}
+
+// matchWalk carries the walk's outcome to the component finalisers.
+type matchWalk struct {
+	best, bestDevice int32
+	deviceLen        int
+	fullHit          int
+}
+
+// Match finds the longest cached page-aligned prefix of tokens in ns,
+// appends its device slots to dst and restamps the access ticks of the
+// matched path. A node matched partway is split so that the match ends on
+// a node boundary. Tokens past the last whole page are ignored.
+//
+// Match allocates nothing when dst has room and no split is needed.
+// Errors: ErrBroken.
+func (t *Tree) Match(dst []int32, ns Namespace, tokens []uint32) (MatchResult, error) {
+	r := MatchResult{Indices: dst, SWABranchingSeqlen: -1, MambaBranchingSeqlen: -1}
+	if err := t.checkUsable(); err != nil {
+		return r, err
+	}
+	q, L := t.atomsOf(tokens)
+	root := t.handle(rootIdx)
+	r.LastDevice, r.LastHost, r.Best = root, root, root
+	if L == 0 {
+		return r, nil
+	}
+	nsID, ok := t.nsLookup(ns)
+	w := matchWalk{best: rootIdx, bestDevice: rootIdx}
+	if ok {
+		var err error
+		if r.Indices, r.Actions, err = t.matchWalk(&w, r.Indices, nsID, q, L); err != nil {
+			return MatchResult{Indices: dst}, err
+		}
+	}
+	r.Indices = r.Indices[:len(dst)+w.deviceLen]
+	r.DeviceLen = w.deviceLen
+	r.FullKVHitLen = w.fullHit
+
+	for _, c := range t.comps[1:] {
+		c.refreshLRU(t, phaseMatchEnd, w.best)
+	}
+	t.retickPath(w.best)
+
+	r.Best = t.handle(w.best)
+	r.LastDevice = t.handle(w.bestDevice)
+	r.LastHost = r.LastDevice
+	if t.cfg.hostTier {
+		r.LastHost = r.Best
+	}
+	for _, c := range t.comps {
+		c.finishMatch(t, &r, &w)
+	}
+	return r, nil
+}
+
+// matchWalk walks from the root, appending Full device values to dst for
+// every node it passes and remembering the deepest accepted nodes.
+func (t *Tree) matchWalk(w *matchWalk, dst []int32, ns uint32, q []uint32, L int) ([]int32, []Action, error) {
+	hostOK := t.cfg.hostTier
+	var vals, devVals [numComponents]validator
+	for k, c := range t.comps {
+		c.startMatch(&vals[k], hostOK)
+		c.startMatch(&devVals[k], false)
+	}
+	base := len(dst)
+	accept := func(i int32) {
+		all := true
+		for k, c := range t.comps {
+			all = c.accept(t, &vals[k], i) && all
+		}
+		if all {
+			w.best = i
+		}
+		if !hostOK {
+			if all {
+				w.bestDevice, w.deviceLen = i, len(dst)-base
+			}
+			return
+		}
+		dev := true
+		for k, c := range t.comps {
+			dev = c.accept(t, &devVals[k], i) && dev
+		}
+		if dev {
+			w.bestDevice, w.deviceLen = i, len(dst)-base
+		}
+	}
+	var acts []Action
+	wd := t.cfg.width
+	cur, off := rootIdx, 0
+	for off < L {
+		child := t.lookup(cur, ns, q[off*wd:])
+		if child == nilIdx {
+			break
+		}
+		c := &t.nodes[child]
+		if c.evicted() && !c.backuped() {
+			break
+		}
+		p := t.matchLen(q[off*wd:L*wd], c.key)
+		w.fullHit += p
+		if p < t.keyAtoms(c) {
+			prefix, act, err := t.split(child, p)
+			if err != nil {
+				return dst, nil, err
+			}
+			if act != nil {
+				acts = append(acts, *act)
+			}
+			if v := t.nodes[prefix].dev[Full]; v != nil {
+				dst = append(dst, v...)
+			}
+			accept(prefix)
+			break
+		}
+		if v := c.dev[Full]; v != nil {
+			dst = append(dst, v...)
+		}
+		cur = child
+		accept(child)
+		off += p
+	}
+	return dst, acts, nil
+}
+
+// retickPath restamps best and its ancestors (root included) with fresh
+// ticks, newest at best.
+func (t *Tree) retickPath(best int32) {
+	k := int64(0)
+	for i := best; i != nilIdx; i = t.nodes[i].parent {
+		k++
+	}
+	t.tick += k
+	tick := t.tick
+	for i := best; i != nilIdx; i = t.nodes[i].parent {
+		n := &t.nodes[i]
+		n.lastAccess = tick
+		n.credit = t.inflation + n.hits
+		tick--
+	}
+}
+
+// split divides child at atom offset at (0 < at < len, page-aligned) into
+// a new prefix node, which takes the child's place under its parent, and
+// the child, re-keyed to the rest:
+//
+//	parent ── child[0:n]    ⇒    parent ── prefix[0:at] ── child[at:n]
+//
+// The prefix inherits the child's namespace, priority, hit count and
+// creation tick; both keep the child's locks. The child gets a newer tick.
+func (t *Tree) split(child int32, at int) (int32, *Action, error) {
+	c := &t.nodes[child]
+	if at <= 0 || at >= t.keyAtoms(c) || at%t.cfg.page != 0 {
+		return nilIdx, nil, t.fail("split of %v at %d (key length %d)", t.handle(child), at, t.keyAtoms(c))
+	}
+	wd := t.cfg.width
+	key := c.key
+	prefix := t.alloc(c.ns, key[:at*wd:at*wd])
+	c = &t.nodes[child] // alloc may grow the arena
+	p := &t.nodes[prefix]
+	p.priority, p.hits, p.creation = c.priority, c.hits, c.creation
+
+	// The prefix takes the child's place in the parent's children and on
+	// its edge chain: same parent, namespace and first page.
+	parent := c.parent
+	p.parent, p.pos = parent, c.pos
+	t.nodes[parent].children[c.pos] = prefix
+	p.edgeHash, p.edgeNext = c.edgeHash, c.edgeNext
+	t.replaceEdge(edgeKey{parent, c.ns, c.edgeHash}, child, prefix)
+
+	for _, comp := range t.comps {
+		comp.split(t, prefix, child, at)
+	}
+	c.key = key[at*wd:]
+	c.parent, c.pos, c.edgeNext = nilIdx, -1, nilIdx
+	// link counts the child as a device child of the prefix; the parent's
+	// count is unchanged because the prefix replaced a node of the same
+	// device status.
+	t.link(prefix, child)
+
+	c.lastAccess = t.nextTick()
+	t.refreshLeaf(prefix)
+	t.refreshLeaf(child)
+	return prefix, nil, nil
+}
+
+// errRange formats an out-of-range argument error.
+func errRange(what string, v, limit int) error {
+	return fmt.Errorf("%w: %s %d out of range [0, %d]", ErrInvalidArgument, what, v, limit)
+}

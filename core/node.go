@@ -1,0 +1,233 @@
+package core
+
+import "fmt"
+
+// NodeID is a generational handle to a tree node: the arena slot in the low
+// 32 bits (plus one, so 0 is never valid) and the slot's generation in the
+// high 32 bits. A freed slot's generation moves on, so a handle to a freed
+// or never-issued node resolves to ErrStaleNode, never to another node.
+type NodeID uint64
+
+// String renders the handle as slot.generation, e.g. "n3.1".
+func (id NodeID) String() string {
+	if id == 0 {
+		return "nil"
+	}
+	return fmt.Sprintf("n%d.%d", uint32(id)-1, uint32(id>>32))
+}
+
+const nilIdx int32 = -1
+
+// node is one radix-tree node, stored by value in the arena.
+type node struct {
+	gen    uint32
+	live   bool
+	parent int32
+	ns     uint32   // interned namespace id; 0 is the default namespace
+	key    []uint32 // key words; empty only for the root
+	// children in no particular order; pos is this node's index in its
+	// parent's children, so removal is O(1).
+	children []int32
+	pos      int32
+	// edge map bookkeeping: the hash of the first page and the next node on
+	// the same (parent, ns, hash) collision chain.
+	edgeHash uint64
+	edgeNext int32
+
+	dev      [numComponents][]int32 // device values; nil means none
+	host     [numComponents][]int32 // host values; nil means none
+	lock     [numComponents]uint32  // device lock refs
+	hostLock [numComponents]uint32  // host lock refs
+
+	devChildren int32 // children with a Full device value
+	dpos        int32 // index in the D-leaf set, or -1
+
+	lastAccess int64
+	creation   int64
+	hits       int64
+	priority   int64
+	credit     int64 // gdsf: inflation at last access + hits
+}
+
+func (n *node) evicted() bool  { return n.dev[Full] == nil }
+func (n *node) backuped() bool { return n.host[Full] != nil }
+func (n *node) devLocked() bool {
+	for _, l := range n.lock {
+		if l != 0 {
+			return true
+		}
+	}
+	return false
+}
+func (n *node) hostLocked() bool {
+	for _, l := range n.hostLock {
+		if l != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// edgeKey indexes a child by its parent, namespace and first-page hash.
+type edgeKey struct {
+	parent int32
+	ns     uint32
+	hash   uint64
+}
+
+// handle returns the NodeID of arena slot i.
+func (t *Tree) handle(i int32) NodeID {
+	return NodeID(uint64(t.nodes[i].gen)<<32 | uint64(uint32(i)+1))
+}
+
+// resolve turns a handle into an arena index.
+func (t *Tree) resolve(id NodeID) (int32, error) {
+	slot := uint32(id)
+	if slot == 0 || int(slot-1) >= len(t.nodes) {
+		return nilIdx, fmt.Errorf("%w: %v was never issued", ErrStaleNode, id)
+	}
+	i := int32(slot - 1)
+	n := &t.nodes[i]
+	if !n.live || n.gen != uint32(id>>32) {
+		return nilIdx, fmt.Errorf("%w: %v refers to a freed node", ErrStaleNode, id)
+	}
+	return i, nil
+}
+
+// alloc takes a slot from the free list (or grows the arena) and stamps a
+// fresh tick into its creation and access times.
+func (t *Tree) alloc(ns uint32, key []uint32) int32 {
+	var i int32
+	if k := len(t.free); k > 0 {
+		i = t.free[k-1]
+		t.free = t.free[:k-1]
+	} else {
+		t.nodes = append(t.nodes, node{gen: 0})
+		i = int32(len(t.nodes) - 1)
+	}
+	n := &t.nodes[i]
+	gen := n.gen + 1
+	children := n.children[:0]
+	*n = node{
+		gen:      gen,
+		live:     true,
+		parent:   nilIdx,
+		ns:       ns,
+		key:      key,
+		children: children,
+		pos:      -1,
+		edgeNext: nilIdx,
+		dpos:     -1,
+	}
+	tick := t.nextTick()
+	n.creation, n.lastAccess = tick, tick
+	n.credit = t.inflation
+	return i
+}
+
+// release returns a detached node's slot to the free list; its generation
+// moves on when the slot is reused, and live=false makes handles stale now.
+func (t *Tree) release(i int32) {
+	n := &t.nodes[i]
+	n.live = false
+	n.key = nil
+	n.dev = [numComponents][]int32{}
+	n.host = [numComponents][]int32{}
+	clear(n.children)
+	n.children = n.children[:0]
+	t.free = append(t.free, i)
+}
+
+func (t *Tree) nextTick() int64 {
+	t.tick++
+	return t.tick
+}
+
+// lookup finds the child of parent in namespace ns whose first page equals
+// the first page of words q.
+func (t *Tree) lookup(parent int32, ns uint32, q []uint32) int32 {
+	page := t.firstPage(q)
+	i, ok := t.edges[edgeKey{parent, ns, pageHash(page)}]
+	if !ok {
+		return nilIdx
+	}
+	for ; i != nilIdx; i = t.nodes[i].edgeNext {
+		k := t.nodes[i].key
+		if mismatch(k[:len(page)], page) == len(page) {
+			return i
+		}
+	}
+	return nilIdx
+}
+
+// link attaches child under parent: children list and edge map.
+func (t *Tree) link(parent, child int32) {
+	c := &t.nodes[child]
+	c.parent = parent
+	p := &t.nodes[parent]
+	c.pos = int32(len(p.children))
+	p.children = append(p.children, child)
+	c.edgeHash = pageHash(t.firstPage(c.key))
+	k := edgeKey{parent, c.ns, c.edgeHash}
+	if head, ok := t.edges[k]; ok {
+		c.edgeNext = head
+	} else {
+		c.edgeNext = nilIdx
+	}
+	t.edges[k] = child
+	if c.dev[Full] != nil {
+		p.devChildren++
+	}
+}
+
+// unlink detaches child from its parent: children list and edge map.
+func (t *Tree) unlink(child int32) {
+	c := &t.nodes[child]
+	parent := c.parent
+	p := &t.nodes[parent]
+	last := p.children[len(p.children)-1]
+	p.children[c.pos] = last
+	t.nodes[last].pos = c.pos
+	p.children = p.children[:len(p.children)-1]
+	k := edgeKey{parent, c.ns, c.edgeHash}
+	t.replaceEdge(k, child, c.edgeNext)
+	if c.dev[Full] != nil {
+		p.devChildren--
+	}
+	c.parent, c.pos, c.edgeNext = nilIdx, -1, nilIdx
+}
+
+// replaceEdge puts repl in old's place on the collision chain of k (repl
+// may be nilIdx to drop old). repl inherits nothing: callers set its
+// edgeNext before or after as needed.
+func (t *Tree) replaceEdge(k edgeKey, old, repl int32) {
+	head := t.edges[k]
+	if head == old {
+		if repl == nilIdx {
+			delete(t.edges, k)
+		} else {
+			t.edges[k] = repl
+		}
+		return
+	}
+	for i := head; i != nilIdx; i = t.nodes[i].edgeNext {
+		if t.nodes[i].edgeNext == old {
+			t.nodes[i].edgeNext = repl
+			return
+		}
+	}
+}
+
+// setDevice sets or clears (v == nil) the device value of component c,
+// keeping the parent's device-children count for Full.
+func (t *Tree) setDevice(i int32, c Component, v []int32) {
+	n := &t.nodes[i]
+	if c == Full && n.parent != nilIdx && (n.dev[Full] == nil) != (v == nil) {
+		if v == nil {
+			t.nodes[n.parent].devChildren--
+		} else {
+			t.nodes[n.parent].devChildren++
+		}
+	}
+	n.dev[c] = v
+}

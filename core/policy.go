@@ -1,0 +1,50 @@
+package core
+
+import "slices"
+
+// policy orders Full eviction candidates: the smallest key goes first,
+// ties broken by arena slot so the order is deterministic.
+type policy struct {
+	name string
+	key  func(t *Tree, n *node) (int64, int64)
+	// onEvict lets a policy update tree-wide state (gdsf's inflation).
+	onEvict func(t *Tree, n *node)
+}
+
+var policies = []policy{
+	{name: "lru", key: func(_ *Tree, n *node) (int64, int64) { return n.lastAccess, 0 }},
+	{name: "lfu", key: func(_ *Tree, n *node) (int64, int64) { return n.hits, n.lastAccess }},
+	{name: "fifo", key: func(_ *Tree, n *node) (int64, int64) { return n.creation, 0 }},
+	{name: "mru", key: func(_ *Tree, n *node) (int64, int64) { return -n.lastAccess, 0 }},
+	{name: "filo", key: func(_ *Tree, n *node) (int64, int64) { return -n.creation, 0 }},
+	{name: "priority", key: func(_ *Tree, n *node) (int64, int64) { return n.priority, n.lastAccess }},
+	{name: "slru", key: func(_ *Tree, n *node) (int64, int64) {
+		if n.hits >= 2 {
+			return 1, n.lastAccess
+		}
+		return 0, n.lastAccess
+	}},
+	// gdsf is greedy-dual with frequency (LFU with dynamic aging): a node's
+	// credit is the inflation level at its last access plus its hit count;
+	// evicting raises the inflation to the victim's credit, so old
+	// popularity decays instead of pinning a node forever.
+	{name: "gdsf", key: func(_ *Tree, n *node) (int64, int64) { return n.credit, n.lastAccess },
+		onEvict: func(t *Tree, n *node) { t.inflation = max(t.inflation, n.credit) }},
+}
+
+// PolicyNames lists the known eviction policies.
+func PolicyNames() []string {
+	out := make([]string, len(policies))
+	for i, p := range policies {
+		out[i] = p.name
+	}
+	return out
+}
+
+func policyByName(name string) (policy, bool) {
+	i := slices.IndexFunc(policies, func(p policy) bool { return p.name == name })
+	if i < 0 {
+		return policy{}, false
+	}
+	return policies[i], true
+}

@@ -1,0 +1,183 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SanityCheck verifies every invariant of the tree and returns an error
+// wrapping ErrSanity that lists each violation found (nil when none). It
+// scans the whole tree: use it in tests and debugging, not per request.
+func (t *Tree) SanityCheck() error {
+	var bad []string
+	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+
+	root := &t.nodes[rootIdx]
+	if !root.live || root.parent != nilIdx || len(root.key) != 0 {
+		add("root: must be live, parentless and keyless")
+	}
+	for c := range numComponents {
+		if root.dev[c] != nil || root.host[c] != nil {
+			add("root: holds a %s value", Component(c))
+		}
+		if t.cfg.set.Has(Component(c)) && root.lock[c] == 0 {
+			add("root: %s device lock is 0", Component(c))
+		}
+	}
+
+	// Expected lock counts from the live receipts.
+	wantLock := make([]uint32, len(t.nodes))
+	for serial, i := range t.receipts {
+		if !t.nodes[i].live {
+			add("receipt %d: locks freed slot %d", serial, i)
+			continue
+		}
+		for j := i; j != rootIdx && j != nilIdx; j = t.nodes[j].parent {
+			wantLock[j]++
+		}
+	}
+
+	var evictable, protected [numComponents]int
+	live, edges, dleaves := 0, 0, 0
+	wordsPerPage := t.cfg.page * t.cfg.width
+	for idx := range t.nodes {
+		i := int32(idx)
+		n := &t.nodes[i]
+		if !n.live || i == rootIdx {
+			continue
+		}
+		live++
+		id := t.handle(i)
+		if n.parent < 0 || int(n.parent) >= len(t.nodes) || !t.nodes[n.parent].live {
+			add("%v: parent %d is not a live node", id, n.parent)
+			continue
+		}
+		p := &t.nodes[n.parent]
+		if n.pos < 0 || int(n.pos) >= len(p.children) || p.children[n.pos] != i {
+			add("%v: not at position %d of its parent's children", id, n.pos)
+		}
+		if len(n.key) == 0 || len(n.key)%wordsPerPage != 0 {
+			add("%v: key of %d words is empty or not page-aligned", id, len(n.key))
+		} else if t.lookup(n.parent, n.ns, n.key) != i {
+			add("%v: the edge map does not lead to it from its parent", id)
+		} else {
+			edges++
+		}
+		if n.parent != rootIdx && n.ns != p.ns {
+			add("%v: namespace %d differs from its parent's %d", id, n.ns, p.ns)
+		}
+		atoms := t.keyAtoms(n)
+		if v := n.dev[Full]; v != nil && len(v) != atoms {
+			add("%v: full device value has %d slots for %d atoms", id, len(v), atoms)
+		}
+		if v := n.host[Full]; v != nil && len(v) != atoms {
+			add("%v: full host value has %d slots for %d atoms", id, len(v), atoms)
+		}
+		for c := SWA; c < numComponents; c++ {
+			if n.dev[c] != nil && n.dev[Full] == nil {
+				add("%v: %s device value without a full device value", id, c)
+			}
+			if n.host[c] != nil && n.host[Full] == nil && !(t.cfg.writeBack && n.dev[Full] != nil) {
+				add("%v: %s host value without a full host value", id, c)
+			}
+			if n.lock[c] > n.lock[Full] {
+				add("%v: %s lock %d exceeds the full lock %d", id, c, n.lock[c], n.lock[Full])
+			}
+		}
+		if n.dev[Full] == nil && n.host[Full] == nil {
+			add("%v: holds full data on neither tier", id)
+		}
+		if n.dev[Full] != nil && n.parent != rootIdx && p.dev[Full] == nil {
+			add("%v: has a full device value but its parent does not", id)
+		}
+		if !t.cfg.writeBack && n.host[Full] != nil && n.parent != rootIdx && p.host[Full] == nil {
+			add("%v: backed up but its parent is not (write-through)", id)
+		}
+		if n.lock[Full] != wantLock[i] {
+			add("%v: full lock %d, but live receipts account for %d", id, n.lock[Full], wantLock[i])
+		}
+		devChildren := int32(0)
+		for _, c := range n.children {
+			if t.nodes[c].live && t.nodes[c].dev[Full] != nil {
+				devChildren++
+			}
+		}
+		if devChildren != n.devChildren {
+			add("%v: counts %d device children, has %d", id, n.devChildren, devChildren)
+		}
+		isLeaf := n.dev[Full] != nil && !n.devLocked() && devChildren == 0
+		inSet := n.dpos >= 0 && int(n.dpos) < len(t.dset) && t.dset[n.dpos] == i
+		if isLeaf != inSet {
+			add("%v: evictable device leaf is %v but D-leaf set membership is %v", id, isLeaf, inSet)
+		}
+		if inSet {
+			dleaves++
+		}
+		for c := range numComponents {
+			if v := n.dev[c]; v != nil {
+				if n.lock[c] > 0 {
+					protected[c] += len(v)
+				} else {
+					evictable[c] += len(v)
+				}
+			}
+		}
+	}
+	if root.devChildren != t.countDevChildren(rootIdx) {
+		add("root: counts %d device children, has %d", root.devChildren, t.countDevChildren(rootIdx))
+	}
+	if reach := t.countReachable(); reach != live {
+		add("tree: %d live nodes but %d reachable from the root", live, reach)
+	}
+	if n := t.edgeCount(); n != live {
+		add("tree: edge map holds %d entries for %d nodes", n, live)
+	}
+	if dleaves != len(t.dset) {
+		add("tree: D-leaf set holds %d entries, %d valid", len(t.dset), dleaves)
+	}
+	for c := range numComponents {
+		if evictable[c] != t.evictable[c] {
+			add("tree: %s evictable size %d, nodes sum to %d", Component(c), t.evictable[c], evictable[c])
+		}
+		if protected[c] != t.protected[c] {
+			add("tree: %s protected size %d, nodes sum to %d", Component(c), t.protected[c], protected[c])
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w:\n  %s", ErrSanity, strings.Join(bad, "\n  "))
+}
+
+func (t *Tree) countDevChildren(i int32) int32 {
+	k := int32(0)
+	for _, c := range t.nodes[i].children {
+		if t.nodes[c].dev[Full] != nil {
+			k++
+		}
+	}
+	return k
+}
+
+func (t *Tree) countReachable() int {
+	stack := append(t.path[:0], rootIdx)
+	seen := -1 // the root is not counted
+	for len(stack) > 0 && seen <= len(t.nodes) {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		seen++
+		stack = append(stack, t.nodes[i].children...)
+	}
+	t.path = stack[:0]
+	return seen
+}
+
+func (t *Tree) edgeCount() int {
+	k := 0
+	for _, head := range t.edges {
+		for i := head; i != nilIdx && k <= len(t.nodes); i = t.nodes[i].edgeNext {
+			k++
+		}
+	}
+	return k
+}

@@ -1,0 +1,223 @@
+package core
+
+import (
+	"fmt"
+	"math"
+)
+
+// Tree is the unified radix cache. It is synchronous and not safe for
+// concurrent use: the host serialises calls (see host/native for a locked
+// wrapper). A Tree never touches memory pools; values are pool slot
+// indices and every freed or moved slot is reported as an [Action].
+//
+// Invariants (checked by [Tree.SanityCheck]):
+//   - the root has no values and a device lock of 1 on every component;
+//   - every non-root key is non-empty and page-aligned, and the edge that
+//     leads to a node is its first page in its namespace;
+//   - every non-root node holds Full data on some tier, and a node with a
+//     Full device value has a parent with one (or is a child of the root);
+//   - evictable and protected sizes equal the sums over unlocked and
+//     locked value-holding nodes;
+//   - the D-leaf set holds exactly the evictable device leaves;
+//   - each node's lock count equals the number of live receipts whose
+//     lock walk covers it.
+type Tree struct {
+	cfg   validated
+	comps []component
+
+	nodes []node
+	free  []int32
+	edges map[edgeKey]int32
+	tick  int64
+	// inflation is gdsf's aging level: the credit of the last victim.
+	inflation int64
+
+	nsIDs  map[Namespace]uint32
+	nsList []Namespace
+
+	evictable [numComponents]int
+	protected [numComponents]int
+	dset      []int32 // evictable device leaves, in no particular order
+
+	receipts      map[uint64]int32 // live receipt serial -> locked node
+	receiptSerial uint64
+
+	ins  insertState
+	walk evictWalk
+
+	broken error
+
+	keyScratch []uint32
+	path       []int32
+}
+
+const rootIdx int32 = 0
+
+// New validates cfg and returns an empty tree.
+// Errors: ErrInvalidConfig, ErrUnknownPolicy, ErrUnsupported.
+func New(cfg Config) (*Tree, error) {
+	v, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	t := &Tree{
+		cfg:      v,
+		edges:    make(map[edgeKey]int32),
+		nsIDs:    make(map[Namespace]uint32),
+		nsList:   []Namespace{{}},
+		receipts: make(map[uint64]int32),
+	}
+	for _, c := range v.comps {
+		t.comps = append(t.comps, newComponent(c))
+	}
+	t.initRoot()
+	return t, nil
+}
+
+func (t *Tree) initRoot() {
+	var r int32
+	if len(t.nodes) == 0 {
+		r = t.alloc(0, nil)
+	} else {
+		// Reset keeps slot 0 for the root; alloc would take the free list's top.
+		n := &t.nodes[rootIdx]
+		*n = node{gen: n.gen + 1, live: true, parent: nilIdx, pos: -1, edgeNext: nilIdx, dpos: -1, children: n.children[:0]}
+		tick := t.nextTick()
+		n.creation, n.lastAccess = tick, tick
+		r = rootIdx
+	}
+	root := &t.nodes[r]
+	root.priority = math.MinInt64
+	for c := range root.lock {
+		root.lock[c] = 1
+	}
+}
+
+// Reset empties the tree and clears a broken state. Every handle and
+// receipt issued before becomes stale; the logical clock restarts at 0.
+// Interned namespaces are kept (they carry no cached data).
+func (t *Tree) Reset() {
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		n.live = false
+		n.key = nil
+		n.dev = [numComponents][]int32{}
+		n.host = [numComponents][]int32{}
+		clear(n.children)
+		n.children = n.children[:0]
+	}
+	t.free = t.free[:0]
+	for i := int32(len(t.nodes)) - 1; i > rootIdx; i-- {
+		t.free = append(t.free, i)
+	}
+	clear(t.edges)
+	t.tick = 0
+	t.inflation = 0
+	t.evictable = [numComponents]int{}
+	t.protected = [numComponents]int{}
+	t.dset = t.dset[:0]
+	clear(t.receipts)
+	t.ins = insertState{key: t.ins.key[:0], value: t.ins.value[:0]}
+	t.walk = evictWalk{heap: t.walk.heap[:0]}
+	t.broken = nil
+	t.initRoot()
+}
+
+// Root returns the root's handle. It changes on Reset.
+func (t *Tree) Root() NodeID { return t.handle(rootIdx) }
+
+// PageSize returns the configured page size in atoms.
+func (t *Tree) PageSize() int { return t.cfg.page }
+
+// Components returns the configured component set.
+func (t *Tree) Components() ComponentSet { return t.cfg.set }
+
+// Policy returns the normalised eviction policy name.
+func (t *Tree) Policy() string { return t.cfg.policyName }
+
+// Evictable returns the number of unlocked cached atoms (slots for Mamba)
+// of component c on the device.
+func (t *Tree) Evictable(c Component) int {
+	if c >= numComponents {
+		return 0
+	}
+	return t.evictable[c]
+}
+
+// Protected returns the number of locked cached atoms of component c.
+func (t *Tree) Protected(c Component) int {
+	if c >= numComponents {
+		return 0
+	}
+	return t.protected[c]
+}
+
+// TotalSize returns the device atoms held by Full and by all auxiliary
+// components together.
+func (t *Tree) TotalSize() (full, aux int) {
+	full = t.evictable[Full] + t.protected[Full]
+	for c := SWA; c < numComponents; c++ {
+		aux += t.evictable[c] + t.protected[c]
+	}
+	return full, aux
+}
+
+// checkUsable refuses mutations on a broken tree.
+func (t *Tree) checkUsable() error {
+	if t.broken != nil {
+		return fmt.Errorf("%w (reset it): %v", ErrBroken, t.broken)
+	}
+	return nil
+}
+
+// fail marks the tree broken after an internal invariant failed.
+func (t *Tree) fail(format string, args ...any) error {
+	err := fmt.Errorf("core: internal invariant failed: "+format, args...)
+	if t.broken == nil {
+		t.broken = err
+	}
+	return fmt.Errorf("%w: %v", ErrBroken, err)
+}
+
+// account adds delta atoms of component c to the evictable or protected
+// size depending on whether the node is locked for c.
+func (t *Tree) account(i int32, c Component, delta int) {
+	if t.nodes[i].lock[c] > 0 {
+		t.protected[c] += delta
+	} else {
+		t.evictable[c] += delta
+	}
+}
+
+// refreshLeaf puts node i in or out of the D-leaf set to match its
+// predicate.
+func (t *Tree) refreshLeaf(i int32) {
+	n := &t.nodes[i]
+	want := i != rootIdx && n.live && n.dev[Full] != nil && !n.devLocked() && n.devChildren == 0
+	if want == (n.dpos >= 0) {
+		return
+	}
+	if want {
+		n.dpos = int32(len(t.dset))
+		t.dset = append(t.dset, i)
+		return
+	}
+	last := t.dset[len(t.dset)-1]
+	t.dset[n.dpos] = last
+	t.nodes[last].dpos = n.dpos
+	t.dset = t.dset[:len(t.dset)-1]
+	n.dpos = -1
+}
+
+// touch restamps a node's access tick.
+func (t *Tree) touch(i int32) {
+	n := &t.nodes[i]
+	n.lastAccess = t.nextTick()
+	n.credit = t.inflation + n.hits
+	if i == rootIdx {
+		return
+	}
+	for _, c := range t.comps[1:] {
+		c.refreshLRU(t, phaseWalkDown, i)
+	}
+}
