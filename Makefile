@@ -28,3 +28,19 @@ fuzz:
 
 demo:
 	$(GO) run ./examples/quickstart
+
+# wasm rebuilds the committed WebAssembly module. The flags make the build
+# reproducible for a given Go version; wasm-check rebuilds into a
+# temporary file and fails when it differs from the committed module.
+WASM_BUILD = GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -buildvcs=false -ldflags='-s -buildid='
+
+.PHONY: wasm wasm-check
+
+wasm:
+	$(WASM_BUILD) -o wasmmod/radixkv.wasm ./wasm
+
+wasm-check:
+	@tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	$(WASM_BUILD) -o "$$tmp/radixkv.wasm" ./wasm && \
+	if cmp -s "$$tmp/radixkv.wasm" wasmmod/radixkv.wasm; then echo "wasmmod/radixkv.wasm is up to date ($$($(GO) env GOVERSION))"; \
+	else echo "wasmmod/radixkv.wasm differs from a fresh build with $$($(GO) env GOVERSION); run make wasm"; exit 1; fi

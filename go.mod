@@ -1,7 +1,11 @@
 module github.com/radixkv/radixkv
 
-go 1.26
+go 1.26.0
 
-require github.com/stretchr/testify v1.12.1
+require (
+	github.com/stretchr/testify v1.12.1
+	github.com/tetratelabs/wazero v1.12.0
+	golang.org/x/sys v0.50.0
+)
 
 require go.yaml.in/yaml/v3 v3.0.5 // indirect

@@ -11,14 +11,17 @@ package core
 type component interface {
 	kind() Component
 
-	// startMatch resets per-match validator state; hostOK allows host
-	// values to satisfy the validator.
-	startMatch(v *validator, hostOK bool)
+	// Match hooks pass state by value: pointers through an interface call
+	// escape to the heap, and match must not allocate.
+
+	// startMatch returns fresh per-match validator state; hostOK allows
+	// host values to satisfy the validator.
+	startMatch(hostOK bool) validator
 	// accept is called on every node the match walk visits (no
 	// short-circuit: stateful validators need the whole walk).
-	accept(t *Tree, v *validator, i int32) bool
+	accept(t *Tree, v validator, i int32) (validator, bool)
 	// finishMatch fills the component's result fields.
-	finishMatch(t *Tree, r *MatchResult, w *matchWalk)
+	finishMatch(t *Tree, r MatchResult, w matchWalk) MatchResult
 	// refreshLRU moves the node in the component's LRU for a phase.
 	refreshLRU(t *Tree, phase lruPhase, i int32)
 

@@ -120,7 +120,7 @@ func (c Config) validate() (validated, error) {
 	if c.PageSize > 1<<16 {
 		return v, fmt.Errorf("%w: page size %d is larger than 65536", ErrInvalidConfig, c.PageSize)
 	}
-	comps := c.Components
+	comps := append([]Component(nil), c.Components...)
 	if len(comps) == 0 {
 		comps = []Component{Full}
 	}

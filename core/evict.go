@@ -10,8 +10,8 @@ type EvictStep struct {
 	Freed int
 	// Actions lists the frees for the host to execute.
 	Actions []Action
-	// Done is set when the walk has freed what was asked, or nothing
-	// evictable is left.
+	// Done is set, on a step that carries no work, once the walk has freed
+	// what was asked or nothing evictable is left.
 	Done bool
 }
 

@@ -6,21 +6,22 @@ type fullComponent struct{}
 
 func (fullComponent) kind() Component { return Full }
 
-func (fullComponent) startMatch(v *validator, hostOK bool) { *v = validator{hostOK: hostOK} }
+func (fullComponent) startMatch(hostOK bool) validator { return validator{hostOK: hostOK} }
 
-func (fullComponent) accept(t *Tree, v *validator, i int32) bool {
+func (fullComponent) accept(t *Tree, v validator, i int32) (validator, bool) {
 	n := &t.nodes[i]
-	return n.dev[Full] != nil || (v.hostOK && n.host[Full] != nil)
+	return v, n.dev[Full] != nil || (v.hostOK && n.host[Full] != nil)
 }
 
 // finishMatch sums the host-only Full lengths between the best node and
 // the last device node: what a load-back would bring to the device.
-func (fullComponent) finishMatch(t *Tree, r *MatchResult, w *matchWalk) {
+func (fullComponent) finishMatch(t *Tree, r MatchResult, w matchWalk) MatchResult {
 	sum := 0
 	for i := w.best; i != rootIdx && i != w.bestDevice; i = t.nodes[i].parent {
 		sum += len(t.nodes[i].host[Full])
 	}
 	r.HostHitLen = sum
+	return r
 }
 
 func (fullComponent) refreshLRU(*Tree, lruPhase, int32) {}

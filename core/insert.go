@@ -133,7 +133,7 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 	if len(p.Slots) < L {
 		return InsertStep{}, fmt.Errorf("%w: %d slots for a key of %d aligned atoms", ErrInvalidArgument, len(p.Slots), L)
 	}
-	if p.PrevPrefixLen < 0 {
+	if p.PrevPrefixLen < 0 || p.PrevPrefixLen > L {
 		return InsertStep{}, errRange("prev prefix length", p.PrevPrefixLen, L)
 	}
 	for k, s := range p.Slots[:L] {

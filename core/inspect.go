@@ -168,7 +168,7 @@ func (t *Tree) DFSWeightOrder(ids []NodeID) ([]int, error) {
 	for k, id := range ids {
 		i, err := t.resolve(id)
 		if err != nil {
-			return nil, fmt.Errorf("entry %d: %w", k, err)
+			return nil, fmt.Errorf("%w (entry %d)", err, k)
 		}
 		own[i] = append(own[i], k)
 		for j := i; j != nilIdx; j = t.nodes[j].parent {

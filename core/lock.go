@@ -23,6 +23,13 @@ type Receipt struct {
 	Skipped ComponentSet
 }
 
+// liveReceipt is the tree's copy of an unreleased receipt: the release
+// must present exactly this receipt (node, skip set and stamps included).
+type liveReceipt struct {
+	idx int32
+	r   Receipt
+}
+
 // Lock protects node and its path to the root from eviction for every
 // component not in skip (Full cannot be skipped). It returns the receipt
 // that Unlock needs.
@@ -46,7 +53,7 @@ func (t *Tree) Lock(node NodeID, skip ComponentSet) (Receipt, error) {
 	r := Receipt{Node: node, Serial: t.receiptSerial, Skipped: skip}
 	if i == rootIdx {
 		// Locking the root protects nothing; the receipt still pairs.
-		t.receipts[r.Serial] = i
+		t.receipts[r.Serial] = liveReceipt{i, r}
 		return r, nil
 	}
 	for _, c := range t.comps {
@@ -55,7 +62,7 @@ func (t *Tree) Lock(node NodeID, skip ComponentSet) (Receipt, error) {
 		}
 	}
 	t.refreshLeaf(i)
-	t.receipts[r.Serial] = i
+	t.receipts[r.Serial] = liveReceipt{i, r}
 	return r, nil
 }
 
@@ -74,12 +81,12 @@ func (t *Tree) Unlock(node NodeID, r Receipt, skipSWA bool) error {
 	if r.Node != node {
 		return fmt.Errorf("%w: receipt %d was taken on %v, released on %v", ErrReceipt, r.Serial, r.Node, node)
 	}
-	locked, ok := t.receipts[r.Serial]
+	live, ok := t.receipts[r.Serial]
 	if !ok {
 		return fmt.Errorf("%w: receipt %d is not live (already released, or issued before a reset or by another tree)", ErrReceipt, r.Serial)
 	}
-	if locked != i {
-		return fmt.Errorf("%w: receipt %d belongs to another node", ErrReceipt, r.Serial)
+	if live.idx != i || live.r != r {
+		return fmt.Errorf("%w: receipt %d does not match the one issued (%+v)", ErrReceipt, r.Serial, live.r)
 	}
 	if i == rootIdx {
 		delete(t.receipts, r.Serial)
@@ -105,6 +112,9 @@ func (t *Tree) Unlock(node NodeID, r Receipt, skipSWA bool) error {
 	t.refreshLeaf(i)
 	return nil
 }
+
+// LiveReceiptCount returns the number of unreleased receipts.
+func (t *Tree) LiveReceiptCount() int { return len(t.receipts) }
 
 // LiveReceipts returns the serials of unreleased receipts in order.
 func (t *Tree) LiveReceipts() []uint64 {

@@ -87,7 +87,7 @@ func (t *Tree) Match(dst []int32, ns Namespace, tokens []uint32) (MatchResult, e
 		r.LastHost = r.Best
 	}
 	for _, c := range t.comps {
-		c.finishMatch(t, &r, &w)
+		r = c.finishMatch(t, r, w)
 	}
 	return r, nil
 }
@@ -98,14 +98,16 @@ func (t *Tree) matchWalk(w *matchWalk, dst []int32, ns uint32, q []uint32, L int
 	hostOK := t.cfg.hostTier
 	var vals, devVals [numComponents]validator
 	for k, c := range t.comps {
-		c.startMatch(&vals[k], hostOK)
-		c.startMatch(&devVals[k], false)
+		vals[k] = c.startMatch(hostOK)
+		devVals[k] = c.startMatch(false)
 	}
 	base := len(dst)
 	accept := func(i int32) {
 		all := true
 		for k, c := range t.comps {
-			all = c.accept(t, &vals[k], i) && all
+			var ok bool
+			vals[k], ok = c.accept(t, vals[k], i)
+			all = ok && all
 		}
 		if all {
 			w.best = i
@@ -118,7 +120,9 @@ func (t *Tree) matchWalk(w *matchWalk, dst []int32, ns uint32, q []uint32, L int
 		}
 		dev := true
 		for k, c := range t.comps {
-			dev = c.accept(t, &devVals[k], i) && dev
+			var ok bool
+			devVals[k], ok = c.accept(t, devVals[k], i)
+			dev = ok && dev
 		}
 		if dev {
 			w.bestDevice, w.deviceLen = i, len(dst)-base
@@ -197,7 +201,7 @@ func (t *Tree) split(child int32, at int) (int32, *Action, error) {
 	prefix := t.alloc(c.ns, key[:at*wd:at*wd])
 	c = &t.nodes[child] // alloc may grow the arena
 	p := &t.nodes[prefix]
-	p.priority, p.hits, p.creation = c.priority, c.hits, c.creation
+	p.priority, p.hits, p.creation, p.credit = c.priority, c.hits, c.creation, c.credit
 
 	// The prefix takes the child's place in the parent's children and on
 	// its edge chain: same parent, namespace and first page.

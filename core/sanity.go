@@ -27,7 +27,8 @@ func (t *Tree) SanityCheck() error {
 
 	// Expected lock counts from the live receipts.
 	wantLock := make([]uint32, len(t.nodes))
-	for serial, i := range t.receipts {
+	for serial, live := range t.receipts {
+		i := live.idx
 		if !t.nodes[i].live {
 			add("receipt %d: locks freed slot %d", serial, i)
 			continue

@@ -39,7 +39,7 @@ type Tree struct {
 	protected [numComponents]int
 	dset      []int32 // evictable device leaves, in no particular order
 
-	receipts      map[uint64]int32 // live receipt serial -> locked node
+	receipts      map[uint64]liveReceipt // by serial
 	receiptSerial uint64
 
 	ins  insertState
@@ -65,7 +65,7 @@ func New(cfg Config) (*Tree, error) {
 		edges:    make(map[edgeKey]int32),
 		nsIDs:    make(map[Namespace]uint32),
 		nsList:   []Namespace{{}},
-		receipts: make(map[uint64]int32),
+		receipts: make(map[uint64]liveReceipt),
 	}
 	for _, c := range v.comps {
 		t.comps = append(t.comps, newComponent(c))

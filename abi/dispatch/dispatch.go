@@ -1,0 +1,356 @@
+// Package dispatch runs the radixkv ABI: it decodes a request, calls the
+// [core.Tree] it names and encodes the result and the host's actions.
+//
+// The WebAssembly module (package wasm) and the in-process engine of
+// host/native both call [Dispatcher.Call], so the bytes a host sees are
+// produced by the very same code on either path. The wire format is
+// specified in abi/SPEC.md.
+//
+// # Buffers
+//
+// The slice Call returns is the dispatcher's own response buffer: it is
+// valid until the next Call on the same Dispatcher, which overwrites it.
+// Copy it to keep it. Call does not retain the request slice after it
+// returns; the tree keeps its own copies of tokens and slots.
+//
+// # Instances and node ids
+//
+// A Dispatcher owns many trees, each named by a u32 handle. Handles start
+// at 1 and are never reused, not even after destroy. Node ids travel in
+// wire form: the core handle with its high 32 bits (the generation) XORed
+// with a per-instance tag, so a node id issued by one instance presented
+// to another resolves to a generation no live node has, and core rejects
+// it as a stale handle instead of aliasing one of its own nodes.
+//
+// # Failures
+//
+// Call never panics. Every input is validated (by the codec, then by
+// core); core leaves a tree unchanged when it returns an error. Should a
+// bug panic anyway, Call recovers, answers code internal, and marks the
+// instance poisoned: it refuses every op but reset and destroy until
+// reset.
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/radixkv/radixkv/abi"
+	"github.com/radixkv/radixkv/core"
+)
+
+// Impl is the implementation name the version op reports.
+const Impl = "radixkv"
+
+type instance struct {
+	tree     *core.Tree
+	tag      uint32
+	poisoned string
+}
+
+// Dispatcher owns core trees by handle and answers ABI requests. It is
+// synchronous and not safe for concurrent use, like core.Tree.
+type Dispatcher struct {
+	trees map[uint32]*instance
+	last  uint32 // last issued handle
+
+	req  abi.Request
+	resp abi.Response
+	out  []byte
+
+	// scratch reused across calls
+	toks  []uint32
+	slots []int32
+	ids   []core.NodeID
+	idx   []int32
+	acts  []core.Action
+	order []int32
+}
+
+// New returns a Dispatcher with no instances.
+func New() *Dispatcher {
+	return &Dispatcher{trees: make(map[uint32]*instance), out: make([]byte, 0, 4096)}
+}
+
+// Tag returns the node-id tag of instance handle h (see the package doc).
+// It is a fixed bijective mix of h, so distinct handles have distinct,
+// non-zero tags.
+func Tag(h uint32) uint32 {
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
+}
+
+// Call decodes req, runs it and returns the encoded response, valid until
+// the next Call. It never panics and always returns a well-formed
+// response.
+func (d *Dispatcher) Call(req []byte) (out []byte) {
+	d.resp = abi.Response{}
+	defer func() {
+		if p := recover(); p != nil {
+			out = d.recovered(p)
+		}
+	}()
+	q := &d.req
+	q.Insert.Tokens, q.Insert.Slots, q.Nodes = d.toks, d.slots, d.ids
+	err := abi.DecodeRequest(q, req)
+	d.keepScratch()
+	r := &d.resp
+	r.Op, r.Instance, r.ID = q.Op, q.Instance, q.ID
+	if err != nil {
+		return d.fail(err)
+	}
+	if err := d.run(q, r); err != nil {
+		return d.fail(err)
+	}
+	d.out = abi.AppendResponse(d.out[:0], r)
+	return d.out
+}
+
+func (d *Dispatcher) keepScratch() {
+	q := &d.req
+	if cap(q.Insert.Tokens) > cap(d.toks) {
+		d.toks = q.Insert.Tokens[:0]
+	}
+	if cap(q.Insert.Slots) > cap(d.slots) {
+		d.slots = q.Insert.Slots[:0]
+	}
+	if cap(q.Nodes) > cap(d.ids) {
+		d.ids = q.Nodes[:0]
+	}
+}
+
+// fail encodes an error response, keeping any actions already set (core
+// hands out actions the host must run even when a call fails).
+func (d *Dispatcher) fail(err error) []byte {
+	r := &d.resp
+	r.Status = abi.StatusError
+	var ae *abi.Error
+	if errors.As(err, &ae) {
+		r.Code, r.Message = ae.Code, ae.Msg
+	} else {
+		r.Code, r.Message = CodeOf(err), err.Error()
+	}
+	d.out = abi.AppendResponse(d.out[:0], r)
+	return d.out
+}
+
+func (d *Dispatcher) recovered(p any) []byte {
+	q := &d.req
+	msg := fmt.Sprintf("internal error during %s: %v", q.Op, p)
+	if inst, ok := d.trees[q.Instance]; ok && q.Op.NeedsInstance() {
+		inst.poisoned = msg
+		msg += "; the instance is poisoned until reset"
+	}
+	d.resp = abi.Response{Op: q.Op, Instance: q.Instance, ID: q.ID}
+	return d.fail(&abi.Error{Code: abi.CodeInternal, Msg: msg})
+}
+
+var sentinels = []struct {
+	err  error
+	code abi.Code
+}{
+	{core.ErrInvalidConfig, abi.CodeInvalidConfig},
+	{core.ErrUnknownPolicy, abi.CodeUnknownPolicy},
+	{core.ErrUnsupported, abi.CodeUnsupported},
+	{core.ErrInvalidArgument, abi.CodeInvalidArgument},
+	{core.ErrStaleNode, abi.CodeStaleNode},
+	{core.ErrReceipt, abi.CodeReceipt},
+	{core.ErrInsertInFlight, abi.CodeInsertInFlight},
+	{core.ErrNoInsert, abi.CodeNoInsert},
+	{core.ErrEvictionInFlight, abi.CodeEvictionInFlight},
+	{core.ErrNoEviction, abi.CodeNoEviction},
+	{core.ErrBusy, abi.CodeBusy},
+	{core.ErrBroken, abi.CodeBroken},
+	{core.ErrSanity, abi.CodeSanity},
+}
+
+// CodeOf maps an error returned by core to its wire code (internal for an
+// error that wraps no known sentinel).
+func CodeOf(err error) abi.Code {
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
+	}
+	return abi.CodeInternal
+}
+
+// testHook, when set by tests, runs before each op (to inject panics).
+var testHook func(op abi.Op)
+
+func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
+	if testHook != nil {
+		testHook(q.Op)
+	}
+	switch q.Op {
+	case abi.OpVersion:
+		r.ABIVersion, r.Impl = uint32(abi.Version), Impl
+		return nil
+	case abi.OpCreate:
+		return d.create(q, r)
+	}
+	if q.Op.Reserved() {
+		return &abi.Error{Code: abi.CodeUnsupported, Msg: fmt.Sprintf("%s (op 0x%04x) is reserved for a later revision and not supported by this guest", q.Op, uint16(q.Op))}
+	}
+	inst, ok := d.trees[q.Instance]
+	if !ok {
+		why := "was never issued"
+		if q.Instance <= d.last {
+			why = "was destroyed"
+		}
+		return &abi.Error{Code: abi.CodeUnknownInstance, Msg: fmt.Sprintf("instance %d %s", q.Instance, why)}
+	}
+	switch q.Op {
+	case abi.OpDestroy:
+		delete(d.trees, q.Instance)
+		return nil
+	case abi.OpReset:
+		inst.tree.Reset()
+		inst.poisoned = ""
+		r.Tag, r.Root = inst.tag, inst.tree.Root()
+		return nil
+	}
+	if inst.poisoned != "" {
+		return &abi.Error{Code: abi.CodeBroken, Msg: "instance refuses work until reset: " + inst.poisoned}
+	}
+	t, tag := inst.tree, inst.tag
+	r.Tag = tag
+	switch q.Op {
+	case abi.OpStats:
+		s := &r.Stats
+		s.Root, s.PageSize, s.Components, s.Policy = t.Root(), uint32(t.PageSize()), t.Components(), t.Policy()
+		for c := range abi.NumComponents {
+			s.Evictable[c] = int64(t.Evictable(core.Component(c)))
+			s.Protected[c] = int64(t.Protected(core.Component(c)))
+		}
+		s.InsertInFlight, s.EvictionInFlight = t.InsertInFlight(), t.EvictionInFlight()
+		s.LiveReceipts = uint32(len(t.LiveReceipts()))
+		return nil
+	case abi.OpMatch:
+		res, err := t.Match(d.idx[:0], q.Insert.Namespace, q.Insert.Tokens)
+		if cap(res.Indices) > cap(d.idx) {
+			d.idx = res.Indices[:0]
+		}
+		r.Match, r.Actions = res, res.Actions
+		return err
+	case abi.OpInsert:
+		res, acts, err := t.Insert(q.Insert)
+		r.Insert, r.Actions = res, acts
+		return err
+	case abi.OpBeginInsert:
+		step, err := t.BeginInsert(q.Insert)
+		r.Done, r.Insert, r.Actions = step.Done, step.Result, step.Actions
+		return err
+	case abi.OpResumeInsert:
+		step, err := t.ResumeInsert()
+		r.Done, r.Insert, r.Actions = step.Done, step.Result, step.Actions
+		return err
+	case abi.OpEndInsert:
+		r.Actions = t.EndInsert()
+		return nil
+	case abi.OpLock:
+		rc, err := t.Lock(abi.TagID(q.Node, tag), q.Skip)
+		r.Receipt = rc
+		return nodeErr(err, q.Node)
+	case abi.OpUnlock:
+		rc := q.Receipt
+		rc.Node = abi.TagID(rc.Node, tag)
+		return nodeErr(t.Unlock(abi.TagID(q.Node, tag), rc, q.SkipSWA), q.Node)
+	case abi.OpEvict:
+		want, err := wantOf(q.Want)
+		if err != nil {
+			return err
+		}
+		acts, freed, err := t.Evict(q.Component, want, d.acts[:0])
+		if cap(acts) > cap(d.acts) {
+			d.acts = acts[:0]
+		}
+		r.Actions, r.Freed = acts, int64(freed)
+		return err
+	case abi.OpEvictStart:
+		want, err := wantOf(q.Want)
+		if err != nil {
+			return err
+		}
+		return t.EvictStart(q.Component, want)
+	case abi.OpEvictNext:
+		step, err := t.EvictNext()
+		r.Node, r.Freed, r.Done, r.Actions = step.Node, int64(step.Freed), step.Done, step.Actions
+		return err
+	case abi.OpEvictEnd:
+		t.EvictEnd()
+		return nil
+	case abi.OpSanityCheck:
+		return t.SanityCheck()
+	case abi.OpInspect:
+		info, err := t.Inspect(abi.TagID(q.Node, tag))
+		r.Info = info
+		return nodeErr(err, q.Node)
+	case abi.OpRender:
+		r.Text = t.Render()
+		return nil
+	case abi.OpDeviceLeaves:
+		r.Nodes = t.DeviceLeaves()
+		return nil
+	case abi.OpNodes:
+		r.Nodes = t.Nodes()
+		return nil
+	case abi.OpDFSOrder:
+		for i, id := range q.Nodes {
+			q.Nodes[i] = abi.TagID(id, tag)
+		}
+		pos, err := t.DFSWeightOrder(q.Nodes)
+		if err != nil {
+			return err
+		}
+		d.order = d.order[:0]
+		for _, p := range pos {
+			d.order = append(d.order, int32(p))
+		}
+		r.Order = d.order
+		return nil
+	}
+	return &abi.Error{Code: abi.CodeUnknownOp, Msg: fmt.Sprintf("%s has no handler", q.Op)}
+}
+
+func (d *Dispatcher) create(q *abi.Request, r *abi.Response) error {
+	if d.last == math.MaxUint32 {
+		return &abi.Error{Code: abi.CodeExhausted, Msg: "all 2^32-1 instance handles were issued"}
+	}
+	cfg := q.Config
+	cfg.Components = append([]core.Component(nil), cfg.Components...)
+	t, err := core.New(cfg)
+	if err != nil {
+		return err
+	}
+	d.last++
+	h := d.last
+	inst := &instance{tree: t, tag: Tag(h)}
+	d.trees[h] = inst
+	r.Tag = inst.tag
+	r.Handle, r.Root, r.PageSize, r.CompSet, r.Policy = h, t.Root(), uint32(t.PageSize()), t.Components(), t.Policy()
+	return nil
+}
+
+// wantOf converts an eviction amount to the platform int (core checks
+// its sign).
+func wantOf(w int64) (int, error) {
+	if int64(int(w)) != w {
+		return 0, fmt.Errorf("%w: evict want %d does not fit this platform's int", core.ErrInvalidArgument, w)
+	}
+	return int(w), nil
+}
+
+// nodeErr prefixes a stale-node error with the id as the host sent it
+// (core's message names the id in core form).
+func nodeErr(err error, wire core.NodeID) error {
+	if err != nil && errors.Is(err, core.ErrStaleNode) {
+		return fmt.Errorf("node 0x%016x: %w", uint64(wire), err)
+	}
+	return err
+}

@@ -1,0 +1,23 @@
+// Package abi is radixkv's wire contract: operation codes, error codes,
+// the request and response types, and the versioned little-endian binary
+// codec that carries them between a host and the core (in WebAssembly or
+// in process).
+//
+// The contract is abi/SPEC.md, not these Go types: it is written so that
+// a codec in another language needs nothing else, and abi/testdata holds
+// golden request/response pairs that every codec (this one, abi/js)
+// reproduces byte for byte.
+//
+// # Codec
+//
+// [AppendRequest] and [AppendResponse] append in the style of the
+// standard library; [DecodeRequest] and [DecodeResponse] decode into a
+// caller-owned value. Token and slot arrays travel as a u32 count plus a
+// raw little-endian run, decoded by one bulk loop into reused buffers, so
+// the hot path (match) adds no allocation. Every decoding failure is an
+// [*Error] carrying its wire [Code].
+//
+// Results and actions are core's own types ([core.MatchResult],
+// [core.InsertResult], [core.Receipt], [core.Action], ...); the dispatcher
+// that runs requests lives in abi/dispatch.
+package abi

@@ -1,0 +1,251 @@
+// radixkv ABI codec for JavaScript, written from abi/SPEC.md alone.
+//
+// Requests are encoded from plain objects and responses decoded to plain
+// objects in the JSON form of abi/testdata/vectors.json: integers of up to
+// 32 bits are Numbers, 64-bit integers and node ids are decimal strings,
+// arrays are never null. Pass BigInt or string for 64-bit fields.
+
+export const VERSION = 1;
+export const REQUEST_MAGIC = 0x51564b52; // "RKVQ"
+export const RESPONSE_MAGIC = 0x53564b52; // "RKVS"
+export const HEADER_SIZE = 24;
+export const NUM_COMPONENTS = 3;
+
+export const OPS = Object.freeze({
+  version: 0x01, create: 0x02, destroy: 0x03, reset: 0x04, stats: 0x05,
+  match: 0x10, insert: 0x11, begin_insert: 0x12, resume_insert: 0x13, end_insert: 0x14,
+  lock: 0x18, unlock: 0x19,
+  evict: 0x20, evict_start: 0x21, evict_next: 0x22, evict_end: 0x23,
+  sanity_check: 0x30, inspect: 0x31, render: 0x32, device_leaves: 0x33, nodes: 0x34, dfs_weight_order: 0x35,
+  unlock_swa_early: 0x40, host_lock: 0x41, host_unlock: 0x42, evict_host: 0x43,
+  commit_backup: 0x44, load_back: 0x45, finish_load_back: 0x46, take_events: 0x47,
+});
+
+export const CODES = Object.freeze({
+  none: 0, internal: 1, truncated: 2, bad_magic: 3, bad_version: 4, unknown_op: 5,
+  unknown_instance: 6, malformed: 7, unsupported: 8, exhausted: 9,
+  invalid_config: 16, unknown_policy: 17, invalid_argument: 18, stale_node: 19, receipt: 20,
+  insert_in_flight: 21, no_insert: 22, eviction_in_flight: 23, no_eviction: 24, busy: 25,
+  broken: 26, sanity: 27,
+});
+
+export const ACTIONS = Object.freeze({
+  free_device_kv: 1, free_device_kv_full_only: 2, backup_kv: 3,
+  replace_write_through_on_split: 4, free_device_slots: 5, free_host_slots: 6,
+});
+
+const utf8 = new TextEncoder();
+const utf8d = new TextDecoder('utf-8', { fatal: false });
+
+class Writer {
+  constructor(size = 256) { this.buf = new Uint8Array(size); this.n = 0; }
+  room(k) {
+    if (this.n + k <= this.buf.length) return;
+    const nb = new Uint8Array(Math.max(2 * this.buf.length, this.n + k));
+    nb.set(this.buf.subarray(0, this.n));
+    this.buf = nb;
+  }
+  view() { return new DataView(this.buf.buffer, this.buf.byteOffset); }
+  u8(v) { this.room(1); this.buf[this.n++] = v & 0xff; }
+  bool(v) { this.u8(v ? 1 : 0); }
+  u16(v) { this.room(2); this.view().setUint16(this.n, v, true); this.n += 2; }
+  u32(v) { this.room(4); this.view().setUint32(this.n, v >>> 0, true); this.n += 4; }
+  i32(v) { this.room(4); this.view().setInt32(this.n, v, true); this.n += 4; }
+  u64(v) { this.room(8); this.view().setBigUint64(this.n, BigInt.asUintN(64, BigInt(v)), true); this.n += 8; }
+  i64(v) { this.room(8); this.view().setBigInt64(this.n, BigInt.asIntN(64, BigInt(v)), true); this.n += 8; }
+  str(s) { const b = utf8.encode(s ?? ''); this.u32(b.length); this.room(b.length); this.buf.set(b, this.n); this.n += b.length; }
+  // Arrays are a u32 count then the raw little-endian run.
+  u32s(a = []) {
+    this.u32(a.length); this.room(4 * a.length);
+    const dv = this.view();
+    for (let i = 0; i < a.length; i++) dv.setUint32(this.n + 4 * i, a[i] >>> 0, true);
+    this.n += 4 * a.length;
+  }
+  i32s(a = []) {
+    this.u32(a.length); this.room(4 * a.length);
+    const dv = this.view();
+    for (let i = 0; i < a.length; i++) dv.setInt32(this.n + 4 * i, a[i], true);
+    this.n += 4 * a.length;
+  }
+  u64s(a = []) { this.u32(a.length); for (const v of a) this.u64(v); }
+  bytes() { return this.buf.slice(0, this.n); }
+}
+
+export class DecodeError extends Error {}
+
+class Reader {
+  constructor(bytes) { this.b = bytes; this.dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength); this.o = 0; }
+  need(k, what) {
+    if (this.o + k > this.b.length) throw new DecodeError(`${what}: need ${k} bytes at offset ${this.o}, have ${this.b.length - this.o}`);
+  }
+  u8(w) { this.need(1, w); return this.b[this.o++]; }
+  bool(w) { const v = this.u8(w); if (v > 1) throw new DecodeError(`${w}: boolean byte ${v}`); return v === 1; }
+  u16(w) { this.need(2, w); const v = this.dv.getUint16(this.o, true); this.o += 2; return v; }
+  u32(w) { this.need(4, w); const v = this.dv.getUint32(this.o, true); this.o += 4; return v; }
+  i32(w) { this.need(4, w); const v = this.dv.getInt32(this.o, true); this.o += 4; return v; }
+  u64(w) { this.need(8, w); const v = this.dv.getBigUint64(this.o, true); this.o += 8; return v.toString(); }
+  i64(w) { this.need(8, w); const v = this.dv.getBigInt64(this.o, true); this.o += 8; return v.toString(); }
+  count(w, size) {
+    const n = this.u32(w);
+    if (n * size > this.b.length - this.o) throw new DecodeError(`${w}: ${n} elements do not fit`);
+    return n;
+  }
+  str(w) { const n = this.count(w, 1); const s = utf8d.decode(this.b.subarray(this.o, this.o + n)); this.o += n; return s; }
+  u32s(w) {
+    const n = this.count(w, 4); const out = new Array(n);
+    for (let i = 0; i < n; i++) out[i] = this.dv.getUint32(this.o + 4 * i, true);
+    this.o += 4 * n; return out;
+  }
+  i32s(w) {
+    const n = this.count(w, 4); const out = new Array(n);
+    for (let i = 0; i < n; i++) out[i] = this.dv.getInt32(this.o + 4 * i, true);
+    this.o += 4 * n; return out;
+  }
+  u64s(w) { const n = this.count(w, 8); const out = new Array(n); for (let i = 0; i < n; i++) out[i] = this.u64(w); return out; }
+  end() { if (this.o !== this.b.length) throw new DecodeError(`${this.b.length - this.o} trailing bytes`); }
+}
+
+function putNamespace(w, ns = {}) { w.str(ns.extra_key); w.str(ns.cache_salt); w.str(ns.lora); }
+function getNamespace(r) { return { extra_key: r.str('extra_key'), cache_salt: r.str('cache_salt'), lora: r.str('lora') }; }
+
+function putReceipt(w, rc) {
+  w.u64(rc.node); w.u64(rc.serial); w.i64(rc.delta); w.i64(rc.swa_uuid); w.i64(rc.swa_host_uuid); w.u8(rc.skipped);
+}
+function getReceipt(r) {
+  return { node: r.u64('node'), serial: r.u64('serial'), delta: r.i64('delta'),
+    swa_uuid: r.i64('swa_uuid'), swa_host_uuid: r.i64('swa_host_uuid'), skipped: r.u8('skipped') };
+}
+
+/** encodeRequest encodes a request object ({op, instance, id, ...body}). */
+export function encodeRequest(q) {
+  const op = typeof q.op === 'string' ? OPS[q.op] : q.op;
+  if (op === undefined) throw new Error(`unknown op ${q.op}`);
+  const w = new Writer();
+  w.u32(REQUEST_MAGIC); w.u16(VERSION); w.u16(op); w.u32(q.instance ?? 0); w.u32(0); w.u64(q.id ?? 0);
+  switch (op) {
+    case OPS.create: {
+      const c = q.config;
+      w.u32(c.page_size); w.u8(c.components.length); for (const x of c.components) w.u8(x);
+      w.str(c.policy); w.bool(c.bigram); w.bool(c.host_tier); w.u8(c.write_policy);
+      w.i32(c.write_through_threshold); w.bool(c.kv_events);
+      break;
+    }
+    case OPS.match: putNamespace(w, q.namespace); w.u32s(q.tokens); break;
+    case OPS.insert: case OPS.begin_insert:
+      putNamespace(w, q.namespace); w.u32s(q.tokens); w.i32s(q.slots); w.i32(q.prev_prefix_len ?? 0);
+      w.i64(q.priority ?? 0); w.bool(q.chunked); w.bool(q.track_adopted); w.str(q.session_id);
+      break;
+    case OPS.lock: w.u64(q.node); w.u8(q.skip ?? 0); break;
+    case OPS.unlock: w.u64(q.node); putReceipt(w, q.receipt); w.bool(q.skip_swa); break;
+    case OPS.evict: case OPS.evict_start: w.u8(q.component ?? 0); w.i64(q.want); break;
+    case OPS.inspect: w.u64(q.node); break;
+    case OPS.dfs_weight_order: w.u64s(q.ids); break;
+  }
+  return w.bytes();
+}
+
+function getInsertResult(r) {
+  const res = { prefix_len: r.i32('prefix_len'), total_len: r.i32('total_len'), last_device: r.u64('last_device'),
+    mamba_exist: r.bool('mamba_exist'), adopted: null };
+  if (r.bool('adopted_present')) {
+    const n = r.u8('adopted count'); res.adopted = [];
+    for (let c = 0; c < n; c++) {
+      const k = r.count('ranges', 8); const rs = [];
+      for (let i = 0; i < k; i++) rs.push([r.i32('start'), r.i32('end')]);
+      res.adopted.push(rs);
+    }
+  }
+  return res;
+}
+
+function getNodeInfo(r) {
+  const info = { id: r.u64('id'), parent: r.u64('parent'), children: r.u64s('children'),
+    namespace: getNamespace(r), key: r.u32s('key'), components: [] };
+  const n = r.u8('component count');
+  if (n !== NUM_COMPONENTS) throw new DecodeError(`node info with ${n} components`);
+  for (let c = 0; c < n; c++) {
+    const dp = r.bool('device_present'); const dev = r.i32s('device');
+    const hp = r.bool('host_present'); const host = r.i32s('host');
+    info.components.push({ device: dp ? dev : null, host: hp ? host : null, lock: r.u32('lock'), host_lock: r.u32('host_lock') });
+  }
+  info.hits = r.i64('hits'); info.priority = r.i64('priority');
+  info.last_access = r.i64('last_access'); info.creation = r.i64('creation'); info.dleaf = r.bool('dleaf');
+  return info;
+}
+
+function getActions(r) {
+  const n = r.count('actions', 28); const out = [];
+  for (let i = 0; i < n; i++) {
+    const kind = r.u8('kind'); const component = r.u8('component');
+    if (r.u16('reserved') !== 0) throw new DecodeError('action reserved field is not 0');
+    out.push({ kind, component, node: r.u64('node'), ack: r.i64('ack'), nodes: r.u64s('nodes'), slots: r.i32s('slots') });
+  }
+  return out;
+}
+
+/** decodeResponse decodes response bytes to their JSON form. */
+export function decodeResponse(bytes) {
+  const r = new Reader(bytes);
+  if (bytes.length < HEADER_SIZE) throw new DecodeError(`response of ${bytes.length} bytes`);
+  if (r.u32('magic') !== RESPONSE_MAGIC) throw new DecodeError('bad response magic');
+  const version = r.u16('version');
+  if (version !== VERSION) throw new DecodeError(`response version ${version}`);
+  const m = { op: r.u16('op'), status: r.u16('status'), code: r.u16('code'), instance: r.u32('instance'), id: r.u64('id') };
+  if (m.status > 1) throw new DecodeError(`status ${m.status}`);
+  if (m.status === 1) {
+    m.message = r.str('message'); m.actions = getActions(r); r.end(); return m;
+  }
+  switch (m.op) {
+    case OPS.version: m.abi_version = r.u32('abi_version'); m.implementation = r.str('implementation'); break;
+    case OPS.create:
+      m.handle = r.u32('handle'); m.root = r.u64('root'); m.page_size = r.u32('page_size');
+      m.components = r.u8('components'); m.policy = r.str('policy'); break;
+    case OPS.reset: m.root = r.u64('root'); break;
+    case OPS.stats:
+      m.root = r.u64('root'); m.page_size = r.u32('page_size'); m.components = r.u8('components'); m.policy = r.str('policy');
+      m.evictable = [0, 1, 2].map(() => r.i64('evictable')); m.protected = [0, 1, 2].map(() => r.i64('protected'));
+      m.insert_in_flight = r.bool('insert_in_flight'); m.eviction_in_flight = r.bool('eviction_in_flight');
+      m.live_receipts = r.u32('live_receipts'); break;
+    case OPS.match:
+      m.indices = r.i32s('indices'); m.last_device = r.u64('last_device'); m.last_host = r.u64('last_host'); m.best = r.u64('best');
+      for (const k of ['host_hit_len', 'swa_host_hit_len', 'swa_branching_seqlen', 'mamba_host_hit_len', 'mamba_branching_seqlen', 'full_kv_hit_len']) m[k] = r.i32(k);
+      break;
+    case OPS.insert: m.result = getInsertResult(r); break;
+    case OPS.begin_insert: case OPS.resume_insert: m.done = r.bool('done'); m.result = getInsertResult(r); break;
+    case OPS.lock: m.receipt = getReceipt(r); break;
+    case OPS.evict: m.freed = r.i64('freed'); break;
+    case OPS.evict_next: m.node = r.u64('node'); m.freed = r.i64('freed'); m.done = r.bool('done'); break;
+    case OPS.inspect: m.info = getNodeInfo(r); break;
+    case OPS.render: m.text = r.str('text'); break;
+    case OPS.device_leaves: case OPS.nodes: m.nodes = r.u64s('nodes'); break;
+    case OPS.dfs_weight_order: m.order = r.i32s('order'); break;
+  }
+  m.actions = getActions(r);
+  r.end();
+  return m;
+}
+
+/**
+ * Guest wraps an instantiated radixkv module (after _initialize): it
+ * copies a request into a guest buffer, calls, and copies the response
+ * out before the next call can overwrite it.
+ */
+export class Guest {
+  constructor(instance) {
+    this.x = instance.exports;
+    this.cap = 0; this.ptr = 0;
+  }
+  abiVersion() { return this.x.radixkv_abi_version(); }
+  call(req) {
+    if (req.length > this.cap) {
+      if (this.ptr) this.x.radixkv_free(this.ptr);
+      this.cap = Math.max(req.length, 2 * this.cap, 64);
+      this.ptr = this.x.radixkv_alloc(this.cap) >>> 0;
+    }
+    new Uint8Array(this.x.memory.buffer, this.ptr, req.length).set(req);
+    const packed = BigInt.asUintN(64, BigInt(this.x.radixkv_call(this.ptr, req.length)));
+    const p = Number(packed >> 32n); const n = Number(packed & 0xffffffffn);
+    return new Uint8Array(this.x.memory.buffer, p, n).slice();
+  }
+  close() { if (this.ptr) this.x.radixkv_free(this.ptr); this.ptr = 0; this.cap = 0; }
+}

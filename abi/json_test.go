@@ -1,0 +1,217 @@
+package abi_test
+
+import (
+	"strconv"
+
+	"github.com/radixkv/radixkv/abi"
+	"github.com/radixkv/radixkv/core"
+)
+
+// The JSON forms below are the golden vectors' structured side: the JS
+// codec encodes requests from them and must decode responses to exactly
+// them. Integers up to 32 bits are JSON numbers; 64-bit integers and node
+// ids are decimal strings; arrays are never null.
+
+func s64[T ~int64 | ~int](v T) string { return strconv.FormatInt(int64(v), 10) }
+
+func u64[T ~uint64](v T) string { return strconv.FormatUint(uint64(v), 10) }
+
+func u32s(v []uint32) []any {
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = x
+	}
+	return out
+}
+
+func i32s[T ~int32 | ~int](v []T) []any {
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+func idsJSON(v []core.NodeID) []any {
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = u64(x)
+	}
+	return out
+}
+
+func nsJSON(ns core.Namespace) map[string]any {
+	return map[string]any{"extra_key": ns.ExtraKey, "cache_salt": ns.CacheSalt, "lora": ns.LoRA}
+}
+
+func receiptJSON(r core.Receipt) map[string]any {
+	return map[string]any{
+		"node": u64(r.Node), "serial": u64(r.Serial), "delta": s64(int64(r.Delta)),
+		"swa_uuid": s64(r.SWAUUID), "swa_host_uuid": s64(r.SWAHostUUID), "skipped": int64(r.Skipped),
+	}
+}
+
+func requestJSON(q *abi.Request) map[string]any {
+	m := map[string]any{"op": q.Op.String(), "instance": int64(q.Instance), "id": u64(q.ID)}
+	switch q.Op {
+	case abi.OpCreate:
+		c := q.Config
+		comps := make([]any, len(c.Components))
+		for i, x := range c.Components {
+			comps[i] = int64(x)
+		}
+		m["config"] = map[string]any{
+			"page_size": int64(c.PageSize), "components": comps, "policy": c.Policy,
+			"bigram": c.Bigram, "host_tier": c.HostTier, "write_policy": int64(c.WritePolicy),
+			"write_through_threshold": int64(c.WriteThroughThreshold), "kv_events": c.KVEvents,
+		}
+	case abi.OpMatch:
+		m["namespace"] = nsJSON(q.Insert.Namespace)
+		m["tokens"] = u32s(q.Insert.Tokens)
+	case abi.OpInsert, abi.OpBeginInsert:
+		p := q.Insert
+		m["namespace"] = nsJSON(p.Namespace)
+		m["tokens"] = u32s(p.Tokens)
+		m["slots"] = i32s(p.Slots)
+		m["prev_prefix_len"] = int64(p.PrevPrefixLen)
+		m["priority"] = s64(p.Priority)
+		m["chunked"] = p.Chunked
+		m["track_adopted"] = p.TrackAdopted
+		m["session_id"] = p.SessionID
+	case abi.OpLock:
+		m["node"] = u64(q.Node)
+		m["skip"] = int64(q.Skip)
+	case abi.OpUnlock:
+		m["node"] = u64(q.Node)
+		m["receipt"] = receiptJSON(q.Receipt)
+		m["skip_swa"] = q.SkipSWA
+	case abi.OpEvict, abi.OpEvictStart:
+		m["component"] = int64(q.Component)
+		m["want"] = s64(q.Want)
+	case abi.OpInspect:
+		m["node"] = u64(q.Node)
+	case abi.OpDFSOrder:
+		m["ids"] = idsJSON(q.Nodes)
+	}
+	return m
+}
+
+func insertResultJSON(ir core.InsertResult) map[string]any {
+	var adopted any
+	if ir.Adopted != nil {
+		per := make([]any, len(ir.Adopted))
+		for c, rs := range ir.Adopted {
+			list := make([]any, len(rs))
+			for k, rg := range rs {
+				list[k] = []any{int64(rg.Start), int64(rg.End)}
+			}
+			per[c] = list
+		}
+		adopted = per
+	}
+	return map[string]any{
+		"prefix_len": int64(ir.PrefixLen), "total_len": int64(ir.TotalLen),
+		"last_device": u64(ir.LastDevice), "mamba_exist": ir.MambaExist, "adopted": adopted,
+	}
+}
+
+func optI32s(v []int32) any {
+	if v == nil {
+		return nil
+	}
+	return i32s(v)
+}
+
+func responseJSON(r *abi.Response) map[string]any {
+	m := map[string]any{
+		"op": int64(r.Op), "status": int64(r.Status), "code": int64(r.Code),
+		"instance": int64(r.Instance), "id": u64(r.ID),
+	}
+	acts := make([]any, len(r.Actions))
+	for i, a := range r.Actions {
+		acts[i] = map[string]any{
+			"kind": int64(a.Kind), "component": int64(a.Component), "node": u64(a.Node),
+			"ack": s64(a.Ack), "nodes": idsJSON(a.Nodes), "slots": i32s(a.Slots),
+		}
+	}
+	m["actions"] = acts
+	if r.Status != abi.StatusOK {
+		m["message"] = r.Message
+		return m
+	}
+	switch r.Op {
+	case abi.OpVersion:
+		m["abi_version"] = int64(r.ABIVersion)
+		m["implementation"] = r.Impl
+	case abi.OpCreate:
+		m["handle"] = int64(r.Handle)
+		m["root"] = u64(r.Root)
+		m["page_size"] = int64(r.PageSize)
+		m["components"] = int64(r.CompSet)
+		m["policy"] = r.Policy
+	case abi.OpReset:
+		m["root"] = u64(r.Root)
+	case abi.OpStats:
+		s := r.Stats
+		ev, pr := make([]any, abi.NumComponents), make([]any, abi.NumComponents)
+		for c := range abi.NumComponents {
+			ev[c], pr[c] = s64(s.Evictable[c]), s64(s.Protected[c])
+		}
+		m["root"] = u64(s.Root)
+		m["page_size"] = int64(s.PageSize)
+		m["components"] = int64(s.Components)
+		m["policy"] = s.Policy
+		m["evictable"] = ev
+		m["protected"] = pr
+		m["insert_in_flight"] = s.InsertInFlight
+		m["eviction_in_flight"] = s.EvictionInFlight
+		m["live_receipts"] = int64(s.LiveReceipts)
+	case abi.OpMatch:
+		x := r.Match
+		m["indices"] = i32s(x.Indices)
+		m["last_device"] = u64(x.LastDevice)
+		m["last_host"] = u64(x.LastHost)
+		m["best"] = u64(x.Best)
+		m["host_hit_len"] = int64(x.HostHitLen)
+		m["swa_host_hit_len"] = int64(x.SWAHostHitLen)
+		m["swa_branching_seqlen"] = int64(x.SWABranchingSeqlen)
+		m["mamba_host_hit_len"] = int64(x.MambaHostHitLen)
+		m["mamba_branching_seqlen"] = int64(x.MambaBranchingSeqlen)
+		m["full_kv_hit_len"] = int64(x.FullKVHitLen)
+	case abi.OpInsert:
+		m["result"] = insertResultJSON(r.Insert)
+	case abi.OpBeginInsert, abi.OpResumeInsert:
+		m["done"] = r.Done
+		m["result"] = insertResultJSON(r.Insert)
+	case abi.OpLock:
+		m["receipt"] = receiptJSON(r.Receipt)
+	case abi.OpEvict:
+		m["freed"] = s64(r.Freed)
+	case abi.OpEvictNext:
+		m["node"] = u64(r.Node)
+		m["freed"] = s64(r.Freed)
+		m["done"] = r.Done
+	case abi.OpInspect:
+		in := r.Info
+		comps := make([]any, abi.NumComponents)
+		for c := range abi.NumComponents {
+			comps[c] = map[string]any{
+				"device": optI32s(in.Device[c]), "host": optI32s(in.Host[c]),
+				"lock": int64(in.Lock[c]), "host_lock": int64(in.HostLock[c]),
+			}
+		}
+		m["info"] = map[string]any{
+			"id": u64(in.ID), "parent": u64(in.Parent), "children": idsJSON(in.Children),
+			"namespace": nsJSON(in.Namespace), "key": u32s(in.Key), "components": comps,
+			"hits": s64(in.Hits), "priority": s64(in.Priority), "last_access": s64(in.LastAccess),
+			"creation": s64(in.Creation), "dleaf": in.DLeaf,
+		}
+	case abi.OpRender:
+		m["text"] = r.Text
+	case abi.OpDeviceLeaves, abi.OpNodes:
+		m["nodes"] = idsJSON(r.Nodes)
+	case abi.OpDFSOrder:
+		m["order"] = i32s(r.Order)
+	}
+	return m
+}

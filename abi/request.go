@@ -1,0 +1,184 @@
+package abi
+
+import (
+	"github.com/radixkv/radixkv/core"
+)
+
+// AppendRequest appends the wire form of q to dst.
+func AppendRequest(dst []byte, q *Request) []byte {
+	b := putU32(dst, RequestMagic)
+	b = putU16(b, Version)
+	b = putU16(b, uint16(q.Op))
+	b = putU32(b, q.Instance)
+	b = putU32(b, 0) // flags
+	b = putU64(b, q.ID)
+	switch q.Op {
+	case OpCreate:
+		c := &q.Config
+		b = putU32(b, uint32(c.PageSize))
+		b = putU8(b, uint8(len(c.Components)))
+		for _, comp := range c.Components {
+			b = putU8(b, uint8(comp))
+		}
+		b = putStr(b, c.Policy)
+		b = putBool(b, c.Bigram)
+		b = putBool(b, c.HostTier)
+		b = putU8(b, uint8(c.WritePolicy))
+		b = putI32(b, int32(c.WriteThroughThreshold))
+		b = putBool(b, c.KVEvents)
+	case OpMatch:
+		b = putNamespace(b, q.Insert.Namespace)
+		b = putU32s(b, q.Insert.Tokens)
+	case OpInsert, OpBeginInsert:
+		p := &q.Insert
+		b = putNamespace(b, p.Namespace)
+		b = putU32s(b, p.Tokens)
+		b = putI32s(b, p.Slots)
+		b = putI32(b, int32(p.PrevPrefixLen))
+		b = putI64(b, p.Priority)
+		b = putBool(b, p.Chunked)
+		b = putBool(b, p.TrackAdopted)
+		b = putStr(b, p.SessionID)
+	case OpLock:
+		b = putID(b, q.Node, 0)
+		b = putU8(b, uint8(q.Skip))
+	case OpUnlock:
+		b = putID(b, q.Node, 0)
+		b = putReceipt(b, q.Receipt, 0)
+		b = putBool(b, q.SkipSWA)
+	case OpEvict, OpEvictStart:
+		b = putU8(b, uint8(q.Component))
+		b = putI64(b, q.Want)
+	case OpInspect:
+		b = putID(b, q.Node, 0)
+	case OpDFSOrder:
+		b = putIDs(b, q.Nodes, 0)
+	}
+	return b
+}
+
+func putNamespace(b []byte, ns core.Namespace) []byte {
+	b = putStr(b, ns.ExtraKey)
+	b = putStr(b, ns.CacheSalt)
+	return putStr(b, ns.LoRA)
+}
+
+func (r *reader) namespace() core.Namespace {
+	return core.Namespace{
+		ExtraKey:  r.str("namespace.extra_key"),
+		CacheSalt: r.str("namespace.cache_salt"),
+		LoRA:      r.str("namespace.lora"),
+	}
+}
+
+// ReceiptSize is the wire size of a receipt.
+const ReceiptSize = 41
+
+func putReceipt(b []byte, rc core.Receipt, tag uint32) []byte {
+	b = putID(b, rc.Node, tag)
+	b = putU64(b, rc.Serial)
+	b = putI64(b, int64(rc.Delta))
+	b = putI64(b, rc.SWAUUID)
+	b = putI64(b, rc.SWAHostUUID)
+	return putU8(b, uint8(rc.Skipped))
+}
+
+func (r *reader) receipt() core.Receipt {
+	return core.Receipt{
+		Node:        core.NodeID(r.u64("receipt.node")),
+		Serial:      r.u64("receipt.serial"),
+		Delta:       int(r.i64("receipt.delta")),
+		SWAUUID:     r.i64("receipt.swa_uuid"),
+		SWAHostUUID: r.i64("receipt.swa_host_uuid"),
+		Skipped:     core.ComponentSet(r.u8("receipt.skipped")),
+	}
+}
+
+// DecodeRequest decodes b into q, reusing the capacity of q's Tokens,
+// Slots, Nodes and Config.Components slices (an empty array decodes as
+// nil, so a caller that wants to keep its scratch holds it separately). On failure it
+// returns an *Error whose Code is the wire code; the header fields of q
+// (Op, Instance, ID) are set whenever the header could be read, so that a
+// response can echo them. A reserved op decodes with its body unread.
+func DecodeRequest(q *Request, b []byte) error {
+	toks, slots, nodes, comps := q.Insert.Tokens[:0], q.Insert.Slots[:0], q.Nodes[:0], q.Config.Components[:0]
+	*q = Request{}
+	if len(b) < RequestHeaderSize {
+		return errorf(CodeTruncated, "request of %d bytes is shorter than the %d-byte header", len(b), RequestHeaderSize)
+	}
+	r := reader{b: b}
+	magic := r.u32("magic")
+	version := r.u16("version")
+	q.Op = Op(r.u16("op"))
+	q.Instance = r.u32("instance")
+	flags := r.u32("flags")
+	q.ID = r.u64("request_id")
+	switch {
+	case magic != RequestMagic:
+		return errorf(CodeBadMagic, "magic 0x%08x is not the request magic 0x%08x (\"RKVQ\")", magic, RequestMagic)
+	case version != Version:
+		return errorf(CodeBadVersion, "request version %d, this guest speaks version %d", version, Version)
+	case flags != 0:
+		return errorf(CodeMalformed, "header flags 0x%08x must be 0 in version %d", flags, Version)
+	case !q.Op.Known():
+		return errorf(CodeUnknownOp, "op 0x%04x is not defined in version %d", uint16(q.Op), Version)
+	case !q.Op.NeedsInstance() && q.Instance != 0:
+		return errorf(CodeMalformed, "%s takes instance 0, got %d", q.Op, q.Instance)
+	case q.Op.NeedsInstance() && q.Instance == 0:
+		return errorf(CodeUnknownInstance, "%s needs an instance handle; 0 is never issued", q.Op)
+	}
+	if q.Op.Reserved() {
+		return nil
+	}
+	switch q.Op {
+	case OpCreate:
+		c := &q.Config
+		c.PageSize = int(r.u32("page_size"))
+		n := int(r.u8("component count"))
+		raw := r.take("components", n)
+		for _, v := range raw {
+			comps = append(comps, core.Component(v))
+		}
+		if len(comps) > 0 {
+			c.Components = comps
+		}
+		c.Policy = r.str("policy")
+		c.Bigram = r.boolean("bigram")
+		c.HostTier = r.boolean("host_tier")
+		c.WritePolicy = core.WritePolicy(r.u8("write_policy"))
+		c.WriteThroughThreshold = int(r.i32("write_through_threshold"))
+		c.KVEvents = r.boolean("kv_events")
+	case OpMatch:
+		q.Insert.Namespace = r.namespace()
+		q.Insert.Tokens = r.u32s("tokens", toks)
+	case OpInsert, OpBeginInsert:
+		p := &q.Insert
+		p.Namespace = r.namespace()
+		p.Tokens = r.u32s("tokens", toks)
+		p.Slots = r.i32s("slots", slots)
+		p.PrevPrefixLen = int(r.i32("prev_prefix_len"))
+		p.Priority = r.i64("priority")
+		p.Chunked = r.boolean("chunked")
+		p.TrackAdopted = r.boolean("track_adopted")
+		p.SessionID = r.str("session_id")
+	case OpLock:
+		q.Node = core.NodeID(r.u64("node"))
+		q.Skip = core.ComponentSet(r.u8("skip"))
+	case OpUnlock:
+		q.Node = core.NodeID(r.u64("node"))
+		q.Receipt = r.receipt()
+		q.SkipSWA = r.boolean("skip_swa")
+	case OpEvict, OpEvictStart:
+		q.Component = core.Component(r.u8("component"))
+		q.Want = r.i64("want")
+	case OpInspect:
+		q.Node = core.NodeID(r.u64("node"))
+	case OpDFSOrder:
+		q.Nodes = r.ids("ids", nodes)
+	}
+	r.end()
+	if r.err != nil {
+		return r.err
+	}
+	return nil
+}

@@ -1,0 +1,333 @@
+package abi
+
+import (
+	"github.com/radixkv/radixkv/core"
+)
+
+// AppendResponse appends the wire form of r to dst. On StatusError the
+// body is Message and Actions; on StatusOK the op's result and Actions.
+// Node ids are written in wire form (XORed with r.Tag, see [TagID]).
+func AppendResponse(dst []byte, r *Response) []byte {
+	b := AppendResponseHeader(dst, r.Op, r.Status, r.Code, r.Instance, r.ID)
+	t := r.Tag
+	if r.Status != StatusOK {
+		b = putText(b, r.Message)
+		return putActions(b, r.Actions, t)
+	}
+	switch r.Op {
+	case OpVersion:
+		b = putU32(b, r.ABIVersion)
+		b = putStr(b, r.Impl)
+	case OpCreate:
+		b = putU32(b, r.Handle)
+		b = putID(b, r.Root, t)
+		b = putU32(b, r.PageSize)
+		b = putU8(b, uint8(r.CompSet))
+		b = putStr(b, r.Policy)
+	case OpReset:
+		b = putID(b, r.Root, t)
+	case OpStats:
+		s := &r.Stats
+		b = putID(b, s.Root, t)
+		b = putU32(b, s.PageSize)
+		b = putU8(b, uint8(s.Components))
+		b = putStr(b, s.Policy)
+		for _, v := range s.Evictable {
+			b = putI64(b, v)
+		}
+		for _, v := range s.Protected {
+			b = putI64(b, v)
+		}
+		b = putBool(b, s.InsertInFlight)
+		b = putBool(b, s.EvictionInFlight)
+		b = putU32(b, s.LiveReceipts)
+	case OpMatch:
+		m := &r.Match
+		b = putI32s(b, m.Indices)
+		b = putID(b, m.LastDevice, t)
+		b = putID(b, m.LastHost, t)
+		b = putID(b, m.Best, t)
+		b = putI32(b, int32(m.HostHitLen))
+		b = putI32(b, int32(m.SWAHostHitLen))
+		b = putI32(b, int32(m.SWABranchingSeqlen))
+		b = putI32(b, int32(m.MambaHostHitLen))
+		b = putI32(b, int32(m.MambaBranchingSeqlen))
+		b = putI32(b, int32(m.FullKVHitLen))
+	case OpInsert:
+		b = putInsertResult(b, &r.Insert, t)
+	case OpBeginInsert, OpResumeInsert:
+		b = putBool(b, r.Done)
+		b = putInsertResult(b, &r.Insert, t)
+	case OpLock:
+		b = putReceipt(b, r.Receipt, t)
+	case OpEvict:
+		b = putI64(b, r.Freed)
+	case OpEvictNext:
+		b = putID(b, r.Node, t)
+		b = putI64(b, r.Freed)
+		b = putBool(b, r.Done)
+	case OpInspect:
+		b = putNodeInfo(b, &r.Info, t)
+	case OpRender:
+		b = putText(b, r.Text)
+	case OpDeviceLeaves, OpNodes:
+		b = putIDs(b, r.Nodes, t)
+	case OpDFSOrder:
+		b = putI32s(b, r.Order)
+	}
+	return putActions(b, r.Actions, t)
+}
+
+// AppendResponseHeader appends a response header.
+func AppendResponseHeader(dst []byte, op Op, st Status, code Code, instance uint32, id uint64) []byte {
+	b := putU32(dst, ResponseMagic)
+	b = putU16(b, Version)
+	b = putU16(b, uint16(op))
+	b = putU16(b, uint16(st))
+	b = putU16(b, uint16(code))
+	b = putU32(b, instance)
+	return putU64(b, id)
+}
+
+func putInsertResult(b []byte, ir *core.InsertResult, t uint32) []byte {
+	b = putI32(b, int32(ir.PrefixLen))
+	b = putI32(b, int32(ir.TotalLen))
+	b = putID(b, ir.LastDevice, t)
+	b = putBool(b, ir.MambaExist)
+	b = putBool(b, ir.Adopted != nil)
+	if ir.Adopted != nil {
+		b = putU8(b, uint8(len(ir.Adopted)))
+		for _, rs := range ir.Adopted {
+			b = putU32(b, uint32(len(rs)))
+			for _, rg := range rs {
+				b = putI32(b, int32(rg.Start))
+				b = putI32(b, int32(rg.End))
+			}
+		}
+	}
+	return b
+}
+
+func putNodeInfo(b []byte, in *core.NodeInfo, t uint32) []byte {
+	b = putID(b, in.ID, t)
+	b = putID(b, in.Parent, t)
+	b = putIDs(b, in.Children, t)
+	b = putNamespace(b, in.Namespace)
+	b = putU32s(b, in.Key)
+	b = putU8(b, NumComponents)
+	for c := range NumComponents {
+		b = putBool(b, in.Device[c] != nil)
+		b = putI32s(b, in.Device[c])
+		b = putBool(b, in.Host[c] != nil)
+		b = putI32s(b, in.Host[c])
+		b = putU32(b, in.Lock[c])
+		b = putU32(b, in.HostLock[c])
+	}
+	b = putI64(b, in.Hits)
+	b = putI64(b, in.Priority)
+	b = putI64(b, in.LastAccess)
+	b = putI64(b, in.Creation)
+	return putBool(b, in.DLeaf)
+}
+
+func putActions(b []byte, acts []core.Action, t uint32) []byte {
+	b = putU32(b, uint32(len(acts)))
+	for i := range acts {
+		a := &acts[i]
+		b = putU8(b, uint8(a.Kind))
+		b = putU8(b, uint8(a.Component))
+		b = putU16(b, 0)
+		b = putID(b, a.Node, t)
+		b = putI64(b, a.Ack)
+		b = putIDs(b, a.Nodes, t)
+		b = putI32s(b, a.Slots)
+	}
+	return b
+}
+
+// DecodeResponse decodes b into r (node ids stay in wire form; r.Tag is
+// zero). It returns an *Error on a malformed response.
+func DecodeResponse(r *Response, b []byte) error {
+	*r = Response{}
+	if len(b) < ResponseHeaderSize {
+		return errorf(CodeTruncated, "response of %d bytes is shorter than the %d-byte header", len(b), ResponseHeaderSize)
+	}
+	d := reader{b: b}
+	magic := d.u32("magic")
+	version := d.u16("version")
+	r.Op = Op(d.u16("op"))
+	r.Status = Status(d.u16("status"))
+	r.Code = Code(d.u16("code"))
+	r.Instance = d.u32("instance")
+	r.ID = d.u64("request_id")
+	switch {
+	case magic != ResponseMagic:
+		return errorf(CodeBadMagic, "magic 0x%08x is not the response magic 0x%08x (\"RKVS\")", magic, ResponseMagic)
+	case version != Version:
+		return errorf(CodeBadVersion, "response version %d, this codec speaks version %d", version, Version)
+	case r.Status > StatusError:
+		return errorf(CodeMalformed, "status %d is neither 0 nor 1", r.Status)
+	}
+	if r.Status == StatusError {
+		r.Message = d.str("message")
+		r.Actions = d.actions()
+		d.end()
+		if d.err != nil {
+			return d.err
+		}
+		return nil
+	}
+	switch r.Op {
+	case OpVersion:
+		r.ABIVersion = d.u32("abi_version")
+		r.Impl = d.str("implementation")
+	case OpCreate:
+		r.Handle = d.u32("instance")
+		r.Root = core.NodeID(d.u64("root"))
+		r.PageSize = d.u32("page_size")
+		r.CompSet = core.ComponentSet(d.u8("components"))
+		r.Policy = d.str("policy")
+	case OpReset:
+		r.Root = core.NodeID(d.u64("root"))
+	case OpStats:
+		s := &r.Stats
+		s.Root = core.NodeID(d.u64("root"))
+		s.PageSize = d.u32("page_size")
+		s.Components = core.ComponentSet(d.u8("components"))
+		s.Policy = d.str("policy")
+		for i := range s.Evictable {
+			s.Evictable[i] = d.i64("evictable")
+		}
+		for i := range s.Protected {
+			s.Protected[i] = d.i64("protected")
+		}
+		s.InsertInFlight = d.boolean("insert_in_flight")
+		s.EvictionInFlight = d.boolean("eviction_in_flight")
+		s.LiveReceipts = d.u32("live_receipts")
+	case OpMatch:
+		m := &r.Match
+		m.Indices = d.i32s("indices", nil)
+		m.DeviceLen = len(m.Indices)
+		m.LastDevice = core.NodeID(d.u64("last_device"))
+		m.LastHost = core.NodeID(d.u64("last_host"))
+		m.Best = core.NodeID(d.u64("best"))
+		m.HostHitLen = int(d.i32("host_hit_len"))
+		m.SWAHostHitLen = int(d.i32("swa_host_hit_len"))
+		m.SWABranchingSeqlen = int(d.i32("swa_branching_seqlen"))
+		m.MambaHostHitLen = int(d.i32("mamba_host_hit_len"))
+		m.MambaBranchingSeqlen = int(d.i32("mamba_branching_seqlen"))
+		m.FullKVHitLen = int(d.i32("full_kv_hit_len"))
+	case OpInsert:
+		r.Insert = d.insertResult()
+	case OpBeginInsert, OpResumeInsert:
+		r.Done = d.boolean("done")
+		r.Insert = d.insertResult()
+	case OpLock:
+		r.Receipt = d.receipt()
+	case OpEvict:
+		r.Freed = d.i64("freed")
+	case OpEvictNext:
+		r.Node = core.NodeID(d.u64("node"))
+		r.Freed = d.i64("freed")
+		r.Done = d.boolean("done")
+	case OpInspect:
+		r.Info = d.nodeInfo()
+	case OpRender:
+		r.Text = d.str("text")
+	case OpDeviceLeaves, OpNodes:
+		r.Nodes = d.ids("nodes", nil)
+	case OpDFSOrder:
+		r.Order = d.i32s("order", nil)
+	}
+	r.Actions = d.actions()
+	d.end()
+	if d.err != nil {
+		return d.err
+	}
+	return nil
+}
+
+func (d *reader) insertResult() core.InsertResult {
+	var ir core.InsertResult
+	ir.PrefixLen = int(d.i32("prefix_len"))
+	ir.TotalLen = int(d.i32("total_len"))
+	ir.LastDevice = core.NodeID(d.u64("last_device"))
+	ir.MambaExist = d.boolean("mamba_exist")
+	if d.boolean("adopted_present") {
+		n := int(d.u8("adopted component count"))
+		ir.Adopted = make([][]core.Range, 0, n)
+		for range n {
+			k := d.count("adopted ranges", 8)
+			var rs []core.Range
+			for range k {
+				rs = append(rs, core.Range{Start: int(d.i32("range.start")), End: int(d.i32("range.end"))})
+			}
+			ir.Adopted = append(ir.Adopted, rs)
+		}
+	}
+	return ir
+}
+
+func (d *reader) nodeInfo() core.NodeInfo {
+	var in core.NodeInfo
+	in.ID = core.NodeID(d.u64("id"))
+	in.Parent = core.NodeID(d.u64("parent"))
+	in.Children = d.ids("children", nil)
+	in.Namespace = d.namespace()
+	in.Key = d.u32s("key", nil)
+	if n := d.u8("component count"); n != NumComponents && d.err == nil {
+		d.fail(CodeMalformed, "node info lists %d components, version %d has %d", n, Version, NumComponents)
+	}
+	for c := range NumComponents {
+		if d.boolean("device_present") {
+			in.Device[c] = d.i32s("device", nil)
+			if in.Device[c] == nil {
+				in.Device[c] = []int32{}
+			}
+		} else {
+			d.i32s("device", nil)
+		}
+		if d.boolean("host_present") {
+			in.Host[c] = d.i32s("host", nil)
+			if in.Host[c] == nil {
+				in.Host[c] = []int32{}
+			}
+		} else {
+			d.i32s("host", nil)
+		}
+		in.Lock[c] = d.u32("lock")
+		in.HostLock[c] = d.u32("host_lock")
+	}
+	in.Hits = d.i64("hits")
+	in.Priority = d.i64("priority")
+	in.LastAccess = d.i64("last_access")
+	in.Creation = d.i64("creation")
+	in.DLeaf = d.boolean("dleaf")
+	return in
+}
+
+func (d *reader) actions() []core.Action {
+	// An action is at least 28 bytes (fixed part plus two empty counts).
+	n := d.count("actions", 28)
+	if n == 0 {
+		return nil
+	}
+	acts := make([]core.Action, 0, n)
+	for range n {
+		var a core.Action
+		a.Kind = core.ActionKind(d.u8("action.kind"))
+		a.Component = core.Component(d.u8("action.component"))
+		if v := d.u16("action.reserved"); v != 0 && d.err == nil {
+			d.fail(CodeMalformed, "action reserved field %d must be 0", v)
+		}
+		a.Node = core.NodeID(d.u64("action.node"))
+		a.Ack = d.i64("action.ack")
+		a.Nodes = d.ids("action.nodes", nil)
+		a.Slots = d.i32s("action.slots", nil)
+		if d.err != nil {
+			return nil
+		}
+		acts = append(acts, a)
+	}
+	return acts
+}

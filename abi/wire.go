@@ -1,0 +1,261 @@
+package abi
+
+import (
+	"encoding/binary"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/radixkv/radixkv/core"
+)
+
+// le is the byte order of every multi-byte field.
+var le = binary.LittleEndian
+
+// reader decodes fields from a message body. The first failure sticks:
+// later reads return zero values and err keeps the first error.
+type reader struct {
+	b   []byte
+	off int
+	err *Error
+}
+
+func (r *reader) fail(c Code, format string, args ...any) {
+	if r.err == nil {
+		r.err = errorf(c, format, args...)
+	}
+}
+
+// take returns the next n bytes, or nil after recording a truncation.
+func (r *reader) take(field string, n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || len(r.b)-r.off < n {
+		r.fail(CodeTruncated, "%s: need %d bytes at offset %d, have %d", field, n, r.off, len(r.b)-r.off)
+		return nil
+	}
+	s := r.b[r.off : r.off+n : r.off+n]
+	r.off += n
+	return s
+}
+
+func (r *reader) u8(field string) uint8 {
+	if s := r.take(field, 1); s != nil {
+		return s[0]
+	}
+	return 0
+}
+
+func (r *reader) u16(field string) uint16 {
+	if s := r.take(field, 2); s != nil {
+		return le.Uint16(s)
+	}
+	return 0
+}
+
+func (r *reader) u32(field string) uint32 {
+	if s := r.take(field, 4); s != nil {
+		return le.Uint32(s)
+	}
+	return 0
+}
+
+func (r *reader) u64(field string) uint64 {
+	if s := r.take(field, 8); s != nil {
+		return le.Uint64(s)
+	}
+	return 0
+}
+
+func (r *reader) i32(field string) int32 { return int32(r.u32(field)) }
+func (r *reader) i64(field string) int64 { return int64(r.u64(field)) }
+
+func (r *reader) boolean(field string) bool {
+	switch v := r.u8(field); v {
+	case 0:
+		return false
+	case 1:
+		return true
+	default:
+		r.fail(CodeMalformed, "%s: boolean byte %d is neither 0 nor 1", field, v)
+		return false
+	}
+}
+
+func (r *reader) str(field string) string {
+	n := r.count(field, 1)
+	s := r.take(field, n)
+	if len(s) == 0 {
+		return ""
+	}
+	return string(s)
+}
+
+// count reads a u32 element count and checks that count elements of size
+// bytes fit in what is left, so no decoder allocates more than the
+// message could hold.
+func (r *reader) count(field string, size int) int {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b)-r.off < 4 {
+		r.fail(CodeTruncated, "%s count: need 4 bytes at offset %d, have %d", field, r.off, len(r.b)-r.off)
+		return 0
+	}
+	n := le.Uint32(r.b[r.off:])
+	r.off += 4
+	if uint64(n)*uint64(size) > uint64(len(r.b)-r.off) {
+		r.fail(CodeTruncated, "%s: %d elements of %d bytes at offset %d, only %d bytes left", field, n, size, r.off, len(r.b)-r.off)
+		return 0
+	}
+	return int(n)
+}
+
+// u32s decodes a u32 array into dst[:0], growing it only when needed.
+func (r *reader) u32s(field string, dst []uint32) []uint32 {
+	n := r.count(field, 4)
+	b := r.take(field, 4*n)
+	if n == 0 {
+		return nil
+	}
+	if cap(dst) < n {
+		dst = make([]uint32, n)
+	}
+	dst = dst[:n]
+	for i := 0; len(b) >= 4 && i < len(dst); i++ {
+		dst[i] = le.Uint32(b)
+		b = b[4:]
+	}
+	return dst
+}
+
+// i32s decodes an i32 array into dst[:0], growing it only when needed.
+func (r *reader) i32s(field string, dst []int32) []int32 {
+	n := r.count(field, 4)
+	b := r.take(field, 4*n)
+	if n == 0 {
+		return nil
+	}
+	if cap(dst) < n {
+		dst = make([]int32, n)
+	}
+	dst = dst[:n]
+	for i := 0; len(b) >= 4 && i < len(dst); i++ {
+		dst[i] = int32(le.Uint32(b))
+		b = b[4:]
+	}
+	return dst
+}
+
+// ids decodes a u64 node-id array into dst[:0].
+func (r *reader) ids(field string, dst []core.NodeID) []core.NodeID {
+	n := r.count(field, 8)
+	b := r.take(field, 8*n)
+	if n == 0 {
+		return nil
+	}
+	if cap(dst) < n {
+		dst = make([]core.NodeID, n)
+	}
+	dst = dst[:n]
+	for i := range dst {
+		dst[i] = core.NodeID(le.Uint64(b[8*i:]))
+	}
+	return dst
+}
+
+// end reports trailing bytes as malformed.
+func (r *reader) end() {
+	if r.err == nil && r.off != len(r.b) {
+		r.fail(CodeMalformed, "%d trailing bytes after the body", len(r.b)-r.off)
+	}
+}
+
+// Append helpers: each appends one field in wire form.
+
+func putU8(b []byte, v uint8) []byte   { return append(b, v) }
+func putU16(b []byte, v uint16) []byte { return le.AppendUint16(b, v) }
+func putU32(b []byte, v uint32) []byte { return le.AppendUint32(b, v) }
+func putU64(b []byte, v uint64) []byte { return le.AppendUint64(b, v) }
+func putI32(b []byte, v int32) []byte  { return le.AppendUint32(b, uint32(v)) }
+func putI64(b []byte, v int64) []byte  { return le.AppendUint64(b, uint64(v)) }
+
+func putBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func putStr(b []byte, s string) []byte {
+	b = putU32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+// putText appends s as a string, replacing invalid UTF-8 (messages and
+// renderings are promised to be valid UTF-8).
+func putText(b []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return putStr(b, s)
+}
+
+// extend lengthens b by n bytes (growing it in one step when needed) and
+// returns the lengthened slice and the new n-byte tail to fill.
+func extend(b []byte, n int) ([]byte, []byte) {
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), 2*cap(b)+n)
+		copy(nb, b)
+		b = nb
+	}
+	k := len(b)
+	b = b[:k+n]
+	return b, b[k:]
+}
+
+func putU32s(b []byte, v []uint32) []byte {
+	b = putU32(b, uint32(len(v)))
+	b, out := extend(b, 4*len(v))
+	for _, x := range v {
+		le.PutUint32(out, x)
+		out = out[4:]
+	}
+	return b
+}
+
+func putI32s(b []byte, v []int32) []byte {
+	b = putU32(b, uint32(len(v)))
+	b, out := extend(b, 4*len(v))
+	for _, x := range v {
+		le.PutUint32(out, uint32(x))
+		out = out[4:]
+	}
+	return b
+}
+
+// tagID converts a core node id to its wire form (and back: XOR).
+func tagID(id core.NodeID, tag uint32) core.NodeID {
+	if id == 0 {
+		return 0
+	}
+	return id ^ core.NodeID(uint64(tag)<<32)
+}
+
+// TagID converts a node id between core form and wire form for an
+// instance whose tag is tag. It is its own inverse and keeps 0 as 0.
+func TagID(id core.NodeID, tag uint32) core.NodeID { return tagID(id, tag) }
+
+func putID(b []byte, id core.NodeID, tag uint32) []byte {
+	return putU64(b, uint64(tagID(id, tag)))
+}
+
+func putIDs(b []byte, ids []core.NodeID, tag uint32) []byte {
+	b = putU32(b, uint32(len(ids)))
+	b, out := extend(b, 8*len(ids))
+	for _, id := range ids {
+		le.PutUint64(out, uint64(tagID(id, tag)))
+		out = out[8:]
+	}
+	return b
+}

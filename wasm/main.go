@@ -1,0 +1,71 @@
+// Command wasm is the radixkv WebAssembly module: a WASI preview 1
+// reactor (built with -buildmode=c-shared) whose only exports are the four
+// functions below. They are thin wrappers over [dispatch.Dispatcher.Call];
+// the protocol is specified in abi/SPEC.md ("WebAssembly module").
+//
+// Memory ownership:
+//   - radixkv_alloc returns a guest buffer the host owns until it passes
+//     it to radixkv_free. The host writes a request into it and may reuse
+//     it for any number of calls.
+//   - radixkv_call reads the request from a live allocation (ptr must be
+//     what radixkv_alloc returned, len at most its size) and returns
+//     ptr<<32|len of the response. The response buffer belongs to the
+//     guest: the host copies it out before its next radixkv_call and never
+//     frees it.
+//
+// Build: make wasm (see the top-level Makefile).
+package main
+
+import (
+	"unsafe"
+
+	"github.com/radixkv/radixkv/abi"
+	"github.com/radixkv/radixkv/abi/dispatch"
+)
+
+// main is required by the toolchain; a c-shared module runs _initialize
+// instead and main never runs.
+func main() {}
+
+var (
+	d = dispatch.New()
+	// pinned keeps every buffer handed to the host alive (and unmoved: the
+	// Go collector does not move heap objects) until radixkv_free.
+	pinned = map[uint32][]byte{}
+	// badCall is the response to a call whose buffer is not a live
+	// allocation.
+	badCall []byte
+)
+
+//go:wasmexport radixkv_abi_version
+func abiVersion() uint32 { return uint32(abi.Version) }
+
+//go:wasmexport radixkv_alloc
+func alloc(size uint32) uint32 {
+	b := make([]byte, max(size, 1))
+	ptr := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+	pinned[ptr] = b
+	return ptr
+}
+
+//go:wasmexport radixkv_free
+func free(ptr uint32) { delete(pinned, ptr) }
+
+//go:wasmexport radixkv_call
+func call(ptr, size uint32) uint64 {
+	var resp []byte
+	if b, ok := pinned[ptr]; ok && int(size) <= len(b) {
+		resp = d.Call(b[:size])
+	} else {
+		badCall = abi.AppendResponse(badCall[:0], &abi.Response{
+			Status: abi.StatusError, Code: abi.CodeMalformed,
+			Message: "radixkv_call: the request is not inside a buffer from radixkv_alloc",
+		})
+		resp = badCall
+	}
+	if len(resp) == 0 {
+		return 0
+	}
+	p := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(resp))))
+	return uint64(p)<<32 | uint64(len(resp))
+}
