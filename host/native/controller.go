@@ -1,0 +1,618 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/radixkv/radixkv/core"
+)
+
+// ControllerConfig selects the controller's optional behaviour.
+type ControllerConfig struct {
+	// Canary writes a CanaryBytes record into every slot the controller
+	// fills, derived from the namespace, the position and the token
+	// prefix, and poisons slots as they are freed. Off, the controller
+	// never touches slot bytes.
+	Canary bool
+	// VerifyMatches checks, on every Arrive and after every FinishChunk
+	// re-match, that the slots the tree handed back hold exactly the
+	// canary records of that prefix; a mismatch fails the call with
+	// ErrCanaryMismatch. Requires Canary.
+	VerifyMatches bool
+}
+
+// Stats are cumulative counters of a controller.
+type Stats struct {
+	Requests         uint64 // Arrive calls that returned a request
+	Finished         uint64 // Finish calls that completed
+	Aborted          uint64 // Abort calls that completed
+	ChunkFinishes    uint64 // FinishChunk calls that cached something
+	InputTokens      uint64 // tokens of arriving requests
+	MatchedTokens    uint64 // device-cached tokens found on arrival
+	ComputedTokens   uint64 // tokens given fresh slots by Prefill/Extend
+	FreedSlots       uint64 // slots returned to pools by actions and tails
+	EvictedNodes     uint64 // tree nodes evicted to make room
+	EvictedTokens    uint64 // device atoms those evictions freed
+	BytesWritten     uint64 // canary bytes written into slots
+	CanaryChecked    uint64 // slots whose canary was verified
+	CanaryMismatches uint64 // slots whose canary was wrong
+}
+
+// Controller runs the request lifecycle over an Engine and the pools:
+// match and lock on arrival, slot allocation (evicting through the engine
+// when the pool is short), insert and unlock on finish, chunked-prefill
+// re-caching, and the execution of every action the tree returns.
+//
+// A Controller is safe for concurrent use: one mutex serialises every call
+// into the engine and the pools, which are themselves not thread-safe. A
+// Request must be used by one goroutine at a time.
+type Controller struct {
+	mu     sync.Mutex
+	eng    Engine
+	pools  Pools
+	kv     Pool // the device Full pool
+	cfg    ControllerConfig
+	page   int
+	bigram bool
+	closed bool
+
+	owned int // slots held by running requests outside the tree
+	live  int // running requests
+	stats Stats
+
+	acts     []core.Action
+	matchBuf []int32
+	want     [CanaryBytes]byte
+	got      [CanaryBytes]byte
+	zero     [CanaryBytes]byte
+}
+
+// NewController returns a controller that owns eng and pools (Close
+// closes both). pools must hold the Full device pool, with at least
+// CanaryBytes per slot when the canary is on.
+// Errors: ErrInvalidArgument, ErrNoPool.
+func NewController(eng Engine, pools Pools, cfg ControllerConfig) (*Controller, error) {
+	if eng == nil || pools == nil {
+		return nil, fmt.Errorf("%w: the controller needs an engine and pools", ErrInvalidArgument)
+	}
+	kv := pools.Pool(core.Full, Device)
+	if kv == nil {
+		return nil, fmt.Errorf("%w: the full device pool is required", ErrNoPool)
+	}
+	if cfg.VerifyMatches && !cfg.Canary {
+		return nil, fmt.Errorf("%w: VerifyMatches needs Canary", ErrInvalidArgument)
+	}
+	if cfg.Canary && kv.SlotBytes() < CanaryBytes {
+		return nil, fmt.Errorf("%w: the canary needs %d bytes per slot, the full device pool has %d", ErrInvalidArgument, CanaryBytes, kv.SlotBytes())
+	}
+	ecfg := eng.Config()
+	if ecfg.HostTier {
+		return nil, fmt.Errorf("%w: the engine has a host tier", ErrHostTier)
+	}
+	return &Controller{eng: eng, pools: pools, kv: kv, cfg: cfg, page: ecfg.PageSize, bigram: ecfg.Bigram}, nil
+}
+
+// Request is one request's cache state: its tokens, one slot per computed
+// token, and the lock on the cached prefix it holds in the tree.
+//
+//	slots: [0, protected)        owned by the tree, locked by this request
+//	       [protected, computed) owned by the request (fresh slots)
+//	tokens [computed, len)       known but not computed yet
+type Request struct {
+	c         *Controller
+	ns        core.Namespace
+	tokens    []uint32
+	slots     []int32
+	protected int
+	cached    int
+	last      core.NodeID
+	rcpt      core.Receipt
+	hash      uint64 // canary chain over tokens[:len(slots)]
+	done      bool
+}
+
+// Namespace returns the request's namespace.
+func (r *Request) Namespace() core.Namespace { return r.ns }
+
+// Tokens returns the request's tokens (prompt and extensions). The slice
+// is the request's own; do not modify it.
+func (r *Request) Tokens() []uint32 { return r.tokens }
+
+// Slots returns one KV slot per computed token, valid until the next
+// controller call on this request.
+func (r *Request) Slots() []int32 { return r.slots }
+
+// CachedLen is the prefix the tree held on the device when the request
+// arrived.
+func (r *Request) CachedLen() int { return r.cached }
+
+// ProtectedLen is the prefix whose slots belong to the tree and are locked
+// by this request (CachedLen, grown by FinishChunk).
+func (r *Request) ProtectedLen() int { return r.protected }
+
+// Computed is the number of tokens that have slots.
+func (r *Request) Computed() int { return len(r.slots) }
+
+// Pending is the number of known tokens not computed yet.
+func (r *Request) Pending() int { return len(r.tokens) - len(r.slots) }
+
+// Done reports whether the request was finished or aborted.
+func (r *Request) Done() bool { return r.done }
+
+// alignedAtoms is the page-aligned atom count of n tokens.
+func (c *Controller) alignedAtoms(n int) int {
+	if c.bigram {
+		if n <= 1 {
+			return 0
+		}
+		n--
+	}
+	return n / c.page * c.page
+}
+
+func (c *Controller) usable(r *Request) error {
+	if c.closed {
+		return fmt.Errorf("%w: controller", ErrClosed)
+	}
+	if r == nil || r.c != c {
+		return fmt.Errorf("%w: request is nil or belongs to another controller", ErrInvalidArgument)
+	}
+	if r.done {
+		return ErrRequestDone
+	}
+	return nil
+}
+
+// Arrive matches tokens against the cache in ns and locks the matched
+// prefix. The returned request's Slots are the cached prefix's slots;
+// Prefill computes the rest.
+// Errors: ErrClosed, ErrCanaryMismatch (VerifyMatches), engine errors.
+func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("%w: controller", ErrClosed)
+	}
+	r := &Request{c: c, ns: ns, tokens: append(make([]uint32, 0, len(tokens)), tokens...)}
+	m, err := c.eng.Match(make([]int32, 0, len(tokens)), ns, tokens)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.execute(m.Actions); err != nil {
+		return nil, err
+	}
+	r.slots = m.Indices
+	if c.cfg.Canary {
+		r.hash = canarySeed(ns)
+		if c.cfg.VerifyMatches {
+			var bad int
+			if r.hash, bad, err = c.verifyChain(ns, r.hash, r.tokens, r.slots); bad > 0 {
+				return nil, err
+			}
+		} else {
+			for _, t := range r.tokens[:len(r.slots)] {
+				r.hash = canaryStep(r.hash, t)
+			}
+		}
+	}
+	rc, err := c.eng.Lock(m.LastDevice, 0)
+	if err != nil {
+		return nil, err
+	}
+	r.last, r.rcpt = m.LastDevice, rc
+	r.protected, r.cached = m.DeviceLen, m.DeviceLen
+	c.live++
+	c.stats.Requests++
+	c.stats.InputTokens += uint64(len(tokens))
+	c.stats.MatchedTokens += uint64(m.DeviceLen)
+	return r, nil
+}
+
+// Prefill gives fresh slots to the next n uncomputed tokens of r (n =
+// r.Pending() computes all), evicting unlocked cache entries when the pool
+// is short, and writes their canary records when the canary is on.
+// Errors: ErrInvalidArgument, ErrRequestDone, ErrPoolExhausted (not enough
+// slots even after evicting everything unlocked; r is unchanged and may be
+// retried or aborted).
+func (c *Controller) Prefill(r *Request, n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(r); err != nil {
+		return err
+	}
+	if n < 0 || n > r.Pending() {
+		return fmt.Errorf("%w: prefill of %d tokens, %d pending", ErrInvalidArgument, n, r.Pending())
+	}
+	return c.computeLocked(r, n)
+}
+
+// Extend appends tokens (decoded output) to r and gives fresh slots to
+// every uncomputed token, as Prefill(r, r.Pending()) would. On error the
+// tokens stay appended but uncomputed.
+func (c *Controller) Extend(r *Request, tokens ...uint32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(r); err != nil {
+		return err
+	}
+	r.tokens = append(r.tokens, tokens...)
+	return c.computeLocked(r, r.Pending())
+}
+
+func (c *Controller) computeLocked(r *Request, n int) error {
+	if n == 0 {
+		return nil
+	}
+	start := len(r.slots)
+	slots, err := c.allocLocked(r.slots, n)
+	if err != nil {
+		return err
+	}
+	r.slots = slots
+	c.owned += n
+	c.stats.ComputedTokens += uint64(n)
+	if c.cfg.Canary {
+		h := r.hash
+		for i := start; i < len(r.slots); i++ {
+			h = canaryStep(h, r.tokens[i])
+			putCanary(&c.want, h, i)
+			if err := c.kv.Write(r.slots[i], c.want[:]); err != nil {
+				return err
+			}
+		}
+		r.hash = h
+		c.stats.BytesWritten += uint64(n * CanaryBytes)
+	}
+	return nil
+}
+
+// allocLocked appends n device Full slots to dst, evicting first when the
+// pool is short. Nothing is evicted when even eviction could not help.
+func (c *Controller) allocLocked(dst []int32, n int) ([]int32, error) {
+	avail := c.kv.Available()
+	if avail < n {
+		evictable, err := c.eng.Evictable(core.Full)
+		if err != nil {
+			return dst, err
+		}
+		if avail+evictable < n {
+			protected, _ := c.eng.Protected(core.Full)
+			return dst, fmt.Errorf("%w: %d KV slots needed, %d free and %d evictable of %d; %d are locked by running requests and %d owned by them",
+				ErrPoolExhausted, n, avail, evictable, c.kv.Capacity(), protected, c.owned)
+		}
+		acts, freed, err := c.eng.Evict(core.Full, n-avail, c.acts[:0])
+		if err != nil {
+			return dst, err
+		}
+		for _, a := range acts {
+			if a.Kind == core.ActionFreeDeviceSlots && a.Component == core.Full {
+				c.stats.EvictedNodes++
+			}
+		}
+		c.stats.EvictedTokens += uint64(freed)
+		err = c.execute(acts)
+		clear(acts)
+		c.acts = acts[:0]
+		if err != nil {
+			return dst, err
+		}
+	}
+	return c.kv.Alloc(dst, n)
+}
+
+// execute runs actions in order. A failing action does not stop the
+// rest (their frees would leak); the first error is returned.
+func (c *Controller) execute(acts []core.Action) error {
+	var first error
+	for k := range acts {
+		if err := c.executeOne(&acts[k]); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (c *Controller) executeOne(a *core.Action) error {
+	switch a.Kind {
+	case core.ActionFreeDeviceKV, core.ActionFreeDeviceKVFullOnly:
+		// With an SWA pool, FreeDeviceKV would also free the SWA slots
+		// these Full slots map to; Full-only trees have no mapping.
+		return c.freeSlots(c.kv, a.Slots)
+	case core.ActionFreeDeviceSlots:
+		if a.Component == core.SWA {
+			return fmt.Errorf("%w: %v needs the full-to-SWA slot mapping", ErrNoPool, *a)
+		}
+		p := c.pools.Pool(a.Component, Device)
+		if p == nil {
+			return fmt.Errorf("%w: %v: no %s device pool", ErrNoPool, *a, a.Component)
+		}
+		return c.freeSlots(p, a.Slots)
+	case core.ActionFreeHostSlots:
+		p := c.pools.Pool(a.Component, Host)
+		if p == nil {
+			return fmt.Errorf("%w: %v", ErrHostTier, *a)
+		}
+		return c.freeSlots(p, a.Slots)
+	case core.ActionBackupKV, core.ActionReplaceWriteThroughOnSplit:
+		return fmt.Errorf("%w: cannot execute %v", ErrHostTier, *a)
+	}
+	return fmt.Errorf("%w: %v", ErrUnknownAction, *a)
+}
+
+// freeSlots returns slots to p, poisoning the canary first so that a
+// stale reference to a freed slot reads as a mismatch.
+func (c *Controller) freeSlots(p Pool, slots []int32) error {
+	if len(slots) == 0 {
+		return nil
+	}
+	if c.cfg.Canary && p == c.kv {
+		for _, s := range slots {
+			if err := p.Write(s, c.zero[:]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := p.Free(slots); err != nil {
+		return err
+	}
+	c.stats.FreedSlots += uint64(len(slots))
+	return nil
+}
+
+// insertLocked inserts tokens[:upto] of r with PrevPrefixLen = r's
+// protected prefix, executing every step's actions. clean reports a
+// failure that left the tree and the pools untouched.
+func (c *Controller) insertLocked(r *Request, upto int, chunked bool) (res core.InsertResult, clean bool, err error) {
+	step, err := c.eng.BeginInsert(core.InsertParams{
+		Namespace:     r.ns,
+		Tokens:        r.tokens[:upto],
+		Slots:         r.slots[:upto],
+		PrevPrefixLen: r.protected,
+		Chunked:       chunked,
+	})
+	if err != nil {
+		if len(step.Actions) == 0 {
+			return res, true, err
+		}
+		return res, false, errors.Join(err, c.execute(step.Actions))
+	}
+	for {
+		if err := c.execute(step.Actions); err != nil {
+			rest, _ := c.eng.EndInsert()
+			return res, false, errors.Join(err, c.execute(rest))
+		}
+		if step.Done {
+			return step.Result, true, nil
+		}
+		if step, err = c.eng.ResumeInsert(); err != nil {
+			err = errors.Join(err, c.execute(step.Actions))
+			rest, _ := c.eng.EndInsert()
+			return res, false, errors.Join(err, c.execute(rest))
+		}
+	}
+}
+
+// abandonLocked ends a request whose insert failed part-way: the slots it
+// owned may now belong to the tree, so they are not freed; its lock is
+// released.
+func (c *Controller) abandonLocked(r *Request) error {
+	err := c.eng.Unlock(r.last, r.rcpt, false)
+	c.owned -= len(r.slots) - r.protected
+	c.live--
+	r.done = true
+	return err
+}
+
+// Finish caches r: it inserts the page-aligned part of the computed tokens
+// with PrevPrefixLen = r.ProtectedLen(), executes every action the insert
+// returns (freeing incoming slots the tree already holds), frees the
+// slots of the ragged tail past the last whole page, and releases r's
+// lock. r is done afterwards.
+// Errors: ErrRequestDone, engine and pool errors. A failure before the
+// tree changed leaves r running (Abort it); a later one ends r.
+func (c *Controller) Finish(r *Request) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(r); err != nil {
+		return err
+	}
+	computed := len(r.slots)
+	res, clean, err := c.insertLocked(r, computed, false)
+	if err != nil {
+		if clean {
+			return err
+		}
+		return errors.Join(err, c.abandonLocked(r))
+	}
+	err = c.freeSlots(c.kv, r.slots[res.TotalLen:computed])
+	err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, false))
+	c.owned -= computed - r.protected
+	c.live--
+	r.done = true
+	c.stats.Finished++
+	return err
+}
+
+// FinishChunk caches the first upto computed tokens of a request that
+// keeps running (chunked prefill): it inserts their page-aligned part with
+// Chunked set, matches it again, takes the tree's slots for that prefix
+// into r, moves r's lock to the new last node and makes the prefix r's
+// protected prefix. Tokens past the aligned part keep their own slots.
+// When upto adds no whole page beyond the protected prefix nothing
+// happens.
+// Errors: ErrInvalidArgument (upto outside [0, Computed]),
+// ErrRequestDone, engine and pool errors (as Finish).
+func (c *Controller) FinishChunk(r *Request, upto int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(r); err != nil {
+		return err
+	}
+	if upto < 0 || upto > len(r.slots) {
+		return fmt.Errorf("%w: chunk end %d outside the %d computed tokens", ErrInvalidArgument, upto, len(r.slots))
+	}
+	if c.alignedAtoms(upto) <= r.protected {
+		return nil
+	}
+	res, clean, err := c.insertLocked(r, upto, true)
+	if err != nil {
+		if clean {
+			return err
+		}
+		return errors.Join(err, c.abandonLocked(r))
+	}
+	a := res.TotalLen
+	m, err := c.eng.Match(c.matchBuf[:0], r.ns, r.tokens[:upto])
+	c.matchBuf = m.Indices[:0]
+	if err == nil {
+		err = c.execute(m.Actions)
+	}
+	if err == nil && m.DeviceLen != a {
+		err = fmt.Errorf("native: internal: re-match after a chunk insert of %d atoms found %d", a, m.DeviceLen)
+	}
+	if err != nil {
+		return errors.Join(err, c.abandonLocked(r))
+	}
+	// The tree now owns [protected, a): adopted slots stay, duplicates
+	// were freed and are replaced by the tree's own.
+	copy(r.slots[r.protected:a], m.Indices[r.protected:a])
+	rc, err := c.eng.Lock(m.LastDevice, 0)
+	if err != nil {
+		return errors.Join(err, c.abandonLocked(r))
+	}
+	if err := c.eng.Unlock(r.last, r.rcpt, false); err != nil {
+		r.last, r.rcpt = m.LastDevice, rc
+		return errors.Join(err, c.abandonLocked(r))
+	}
+	c.owned -= a - r.protected
+	r.protected, r.last, r.rcpt = a, m.LastDevice, rc
+	c.stats.ChunkFinishes++
+	if c.cfg.VerifyMatches {
+		if _, bad, err := c.verifyChain(r.ns, canarySeed(r.ns), r.tokens, r.slots[:a]); bad > 0 {
+			return err
+		}
+	}
+	return nil
+}
+
+// Abort ends r without caching it: its own slots go back to the pool and
+// its lock is released. r is done afterwards.
+// Errors: ErrRequestDone, engine and pool errors.
+func (c *Controller) Abort(r *Request) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(r); err != nil {
+		return err
+	}
+	err := c.freeSlots(c.kv, r.slots[r.protected:])
+	err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, false))
+	c.owned -= len(r.slots) - r.protected
+	c.live--
+	r.done = true
+	c.stats.Aborted++
+	return err
+}
+
+// Verify checks that every computed slot of r holds the canary record of
+// r's prefix up to that token.
+// Errors: ErrInvalidArgument (canary off), ErrCanaryMismatch.
+func (c *Controller) Verify(r *Request) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(r); err != nil {
+		return err
+	}
+	if !c.cfg.Canary {
+		return fmt.Errorf("%w: the canary is off", ErrInvalidArgument)
+	}
+	_, _, err := c.verifyChain(r.ns, canarySeed(r.ns), r.tokens, r.slots)
+	return err
+}
+
+// VerifyMatch checks that slots[i] holds the canary record of
+// tokens[:i+1] in ns for every i < len(slots), e.g. the Indices of a
+// match.
+// Errors: ErrInvalidArgument (canary off, more slots than tokens),
+// ErrCanaryMismatch.
+func (c *Controller) VerifyMatch(ns core.Namespace, tokens []uint32, slots []int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("%w: controller", ErrClosed)
+	}
+	if !c.cfg.Canary {
+		return fmt.Errorf("%w: the canary is off", ErrInvalidArgument)
+	}
+	if len(slots) > len(tokens) {
+		return fmt.Errorf("%w: %d slots for %d tokens", ErrInvalidArgument, len(slots), len(tokens))
+	}
+	_, _, err := c.verifyChain(ns, canarySeed(ns), tokens, slots)
+	return err
+}
+
+// Match looks tokens up in ns without locking, for inspection and tests:
+// it returns the cached prefix's slots (appended to dst) and length.
+func (c *Controller) Match(dst []int32, ns core.Namespace, tokens []uint32) ([]int32, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return dst, fmt.Errorf("%w: controller", ErrClosed)
+	}
+	m, err := c.eng.Match(dst, ns, tokens)
+	if err != nil {
+		return dst, err
+	}
+	return m.Indices, c.execute(m.Actions)
+}
+
+// Audit runs the engine's sanity check and verifies that every slot of
+// the Full device pool is accounted for: free in the pool, cached in the
+// tree (evictable or protected) or owned by a running request.
+// Errors: ErrAccounting, core.ErrSanity.
+func (c *Controller) Audit() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("%w: controller", ErrClosed)
+	}
+	if err := c.eng.SanityCheck(); err != nil {
+		return err
+	}
+	ev, err := c.eng.Evictable(core.Full)
+	if err != nil {
+		return err
+	}
+	pr, err := c.eng.Protected(core.Full)
+	if err != nil {
+		return err
+	}
+	if avail, capa := c.kv.Available(), c.kv.Capacity(); avail+ev+pr+c.owned != capa {
+		return fmt.Errorf("%w: %d free + %d evictable + %d protected + %d owned by %d running requests = %d, capacity %d",
+			ErrAccounting, avail, ev, pr, c.owned, c.live, avail+ev+pr+c.owned, capa)
+	}
+	return nil
+}
+
+// Stats returns a snapshot of the counters.
+func (c *Controller) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Engine returns the controller's engine. Calls on it must not race with
+// the controller's own; use it while no other goroutine uses the
+// controller (tests, tools).
+func (c *Controller) Engine() Engine { return c.eng }
+
+// Close closes the engine and the pools. Running requests are abandoned.
+func (c *Controller) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	return errors.Join(c.eng.Close(), c.pools.Close())
+}

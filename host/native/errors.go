@@ -1,0 +1,45 @@
+package native
+
+import "errors"
+
+// Errors returned by engines, pools and the controller. Each is wrapped
+// with a message naming the offending value; match them with errors.Is.
+// Errors that come from the tree itself (core.ErrStaleNode, core.ErrReceipt
+// and the rest) are passed through unchanged.
+var (
+	// ErrClosed reports a call on a closed engine, pool or controller.
+	ErrClosed = errors.New("native: closed")
+	// ErrInvalidArgument reports a malformed argument (negative counts,
+	// oversized buffers, a request from another controller).
+	ErrInvalidArgument = errors.New("native: invalid argument")
+	// ErrPoolExhausted reports that a pool cannot supply the slots asked
+	// for; from the controller it means eviction could not free enough
+	// because the rest is locked by running requests or owned by them.
+	ErrPoolExhausted = errors.New("native: pool exhausted")
+	// ErrSlotRange reports a slot index outside [0, capacity).
+	ErrSlotRange = errors.New("native: slot out of range")
+	// ErrSlotNotAllocated reports a free, read, write or copy of a slot
+	// that is not allocated: a double free, or a slot never handed out.
+	ErrSlotNotAllocated = errors.New("native: slot not allocated")
+	// ErrMmapUnavailable reports that host memory could not be mapped
+	// (unsupported platform, or the mmap call failed); use NewMemPool.
+	ErrMmapUnavailable = errors.New("native: mmap unavailable")
+	// ErrNoPool reports an action aimed at a pool the controller was not
+	// given.
+	ErrNoPool = errors.New("native: pool not configured")
+	// ErrHostTier reports an action that needs the host tier (backup,
+	// write-through bookkeeping), which this controller does not run.
+	ErrHostTier = errors.New("native: host tier not configured")
+	// ErrUnknownAction reports an action kind the controller does not
+	// know how to execute.
+	ErrUnknownAction = errors.New("native: unknown action")
+	// ErrRequestDone reports a lifecycle call on a request that was
+	// already finished or aborted.
+	ErrRequestDone = errors.New("native: request already finished or aborted")
+	// ErrCanaryMismatch reports a slot whose bytes are not the canary
+	// record of the prefix it is supposed to hold.
+	ErrCanaryMismatch = errors.New("native: KV canary mismatch")
+	// ErrAccounting reports that the slots held by the pool, the tree and
+	// running requests do not add up to the pool's capacity.
+	ErrAccounting = errors.New("native: slot accounting mismatch")
+)
