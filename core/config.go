@@ -93,8 +93,11 @@ type Config struct {
 	// WriteThroughThreshold is the hit count that triggers a write-through
 	// backup; 0 picks the default (1 when the policy is write-through).
 	WriteThroughThreshold int
-	// KVEvents enables BlockStored/BlockRemoved event recording.
+	// KVEvents enables BlockStored/BlockRemoved event recording, drained
+	// with Tree.TakeEvents.
 	KVEvents bool
+	// HashConvention picks how page digests become event block ids.
+	HashConvention HashConvention
 }
 
 // validated is the normalised configuration a Tree runs on.
@@ -109,6 +112,7 @@ type validated struct {
 	writeBack  bool
 	wtThresh   int64
 	kvEvents   bool
+	hashConv   HashConvention
 	policyName string
 }
 
@@ -157,8 +161,8 @@ func (c Config) validate() (validated, error) {
 	if c.HostTier {
 		return v, fmt.Errorf("%w: the host tier is not implemented yet", ErrUnsupported)
 	}
-	if c.KVEvents {
-		return v, fmt.Errorf("%w: KV cache events are not implemented yet", ErrUnsupported)
+	if c.HashConvention > HashVLLM {
+		return v, fmt.Errorf("%w: unknown hash convention %d", ErrInvalidConfig, c.HashConvention)
 	}
 	thresh := int64(c.WriteThroughThreshold)
 	if thresh == 0 {
@@ -178,6 +182,7 @@ func (c Config) validate() (validated, error) {
 		writeBack:  c.WritePolicy == WriteBack,
 		wtThresh:   thresh,
 		kvEvents:   c.KVEvents,
+		hashConv:   c.HashConvention,
 		policyName: name,
 	}
 	if c.Bigram {

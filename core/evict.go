@@ -151,6 +151,7 @@ func (t *Tree) Evict(c Component, want int, dst []Action) ([]Action, int, error)
 // deleteDeviceLeaf removes an unbacked device leaf with all its data and
 // then cleans up ancestors left without data.
 func (t *Tree) deleteDeviceLeaf(i int32, acts []Action) ([]Action, int) {
+	t.recordRemoved(i, MediumGPU)
 	acts, freed := t.releaseAll(i, acts)
 	parent := t.nodes[i].parent
 	t.removeLeaf(i)

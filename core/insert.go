@@ -75,6 +75,7 @@ type insertState struct {
 	L        int
 	ns       uint32
 	prev     int
+	session  string
 	priority int64
 	chunked  bool
 	cursor   int
@@ -158,6 +159,7 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 		L:        L,
 		ns:       t.nsIntern(p.Namespace),
 		prev:     p.PrevPrefixLen,
+		session:  p.SessionID,
 		priority: p.Priority,
 		chunked:  p.Chunked,
 		target:   nilIdx,
@@ -262,7 +264,7 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 	n := &t.nodes[i]
 	n.priority = max(n.priority, s.priority)
 	if n.evicted() {
-		t.unevict(i, s.value[c:c+p])
+		t.unevict(i, s.value[c:c+p], s.session)
 		s.adopt(Full, c, c+p)
 		for _, comp := range t.comps[1:] {
 			comp.recoverAfterUnevict(t, s, i, p)
@@ -289,11 +291,12 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 
 // unevict restores an evicted node's Full device value from the insert's
 // fresh slots.
-func (t *Tree) unevict(i int32, fresh []int32) {
+func (t *Tree) unevict(i int32, fresh []int32, session string) {
 	t.setDevice(i, Full, append([]int32(nil), fresh...))
 	t.account(i, Full, len(fresh))
 	t.refreshLeaf(i)
 	t.refreshLeaf(t.nodes[i].parent)
+	t.recordStored(i, MediumGPU, session)
 }
 
 // insertCommit creates the leaf for the unmatched suffix (if any) and
@@ -314,6 +317,7 @@ func (t *Tree) insertCommit(s *insertState) {
 		t.refreshLeaf(target)
 		t.refreshLeaf(s.node)
 		s.adopt(Full, s.cursor, s.L)
+		t.recordStored(target, MediumGPU, s.session)
 	}
 	s.target = target
 	s.res.PrefixLen = s.cursor

@@ -214,6 +214,7 @@ func (t *Tree) split(child int32, at int) (int32, *Action, error) {
 	for _, comp := range t.comps {
 		comp.split(t, prefix, child, at)
 	}
+	splitDigests(p, c, at/t.cfg.page)
 	c.key = key[at*wd:]
 	c.parent, c.pos, c.edgeNext = nilIdx, -1, nilIdx
 	// link counts the child as a device child of the prefix; the parent's

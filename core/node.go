@@ -47,6 +47,11 @@ type node struct {
 	hits       int64
 	priority   int64
 	credit     int64 // gdsf: inflation at last access + hits
+
+	// page digests, computed lazily (hash.go): the storage chain and, in a
+	// non-default namespace, the salt-seeded event chain.
+	hash   [][32]byte
+	evHash [][32]byte
 }
 
 func (n *node) evicted() bool  { return n.dev[Full] == nil }
@@ -131,6 +136,7 @@ func (t *Tree) release(i int32) {
 	n := &t.nodes[i]
 	n.live = false
 	n.key = nil
+	n.hash, n.evHash = nil, nil
 	n.dev = [numComponents][]int32{}
 	n.host = [numComponents][]int32{}
 	clear(n.children)

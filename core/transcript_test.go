@@ -23,9 +23,10 @@ import (
 // bound with as=, "root", or a literal handle such as n3.1):
 //
 //	new [page=N] [policy=P] [bigram] [host-tier] [write-back] [kv-events]
+//	    [hash=sglang|vllm]
 //	    [components=(full swa mamba)]      fresh tree; prints its render
 //	insert tokens=(..) [slots=(..)] [ns=salt:s,extra:e,lora:l] [prev=N]
-//	    [prio=N] [chunked] [track] [as=name]
+//	    [prio=N] [chunked] [track] [session=S] [as=name]
 //	begin-insert <insert args> | resume-insert | end-insert
 //	match tokens=(..) [ns=..] [as=name]   binds name to LastDevice
 //	lock node=X [skip=(swa)] [as=r]        prints the receipt
@@ -34,6 +35,8 @@ import (
 //	evict n=N [comp=full] | evict-start n=N [comp=full] | evict-next | evict-end
 //	render | sanity | nodes | leaves | receipts | reset
 //	inspect node=X | dfs-order nodes=(X Y ..)
+//	events                                 drains and prints KV events
+//	hashes node=X                          storage page hashes (hex)
 //
 // When insert omits slots, it gets one per aligned atom from a counter
 // that starts at 100 on each new (and is echoed). Every error prints as
@@ -152,6 +155,22 @@ func (h *harness) do(d *transcript.Cmd) string {
 		return h.cmdInspect(d)
 	case "dfs-order":
 		return h.cmdDFSOrder(d)
+	case "events":
+		var b strings.Builder
+		for _, e := range h.tree.TakeEvents(nil) {
+			b.WriteString(e.String())
+			b.WriteByte('\n')
+		}
+		if b.Len() == 0 {
+			return "no events\n"
+		}
+		return b.String()
+	case "hashes":
+		hs, err := h.tree.PageHashes(h.node(d, "node"))
+		if err != nil {
+			return h.errOut(err, nil)
+		}
+		return strings.Join(hs, "\n") + "\n"
 	}
 	d.Fatalf("unknown command %q", d.Name)
 	return ""
@@ -174,6 +193,13 @@ func (h *harness) cmdNew(d *transcript.Cmd) string {
 	}
 	if d.Bool("write-back") {
 		cfg.WritePolicy = core.WriteBack
+	}
+	switch conv := d.StringOr("hash", "sglang"); conv {
+	case "sglang":
+	case "vllm":
+		cfg.HashConvention = core.HashVLLM
+	default:
+		d.Fatalf("unknown hash convention %q (sglang, vllm)", conv)
 	}
 	tree, err := core.New(cfg)
 	if err != nil {
@@ -215,6 +241,7 @@ func (h *harness) insertParams(d *transcript.Cmd) core.InsertParams {
 		Priority:      int64(d.IntOr("prio", 0)),
 		Chunked:       d.Bool("chunked"),
 		TrackAdopted:  d.Bool("track"),
+		SessionID:     d.StringOr("session", ""),
 	}
 	if p.Tokens == nil {
 		d.Fatalf("missing argument tokens=(...)")

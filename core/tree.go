@@ -47,7 +47,10 @@ type Tree struct {
 
 	broken error
 
+	events []Event
+
 	keyScratch []uint32
+	hashBuf    []byte
 	path       []int32
 }
 
@@ -95,12 +98,15 @@ func (t *Tree) initRoot() {
 
 // Reset empties the tree and clears a broken state. Every handle and
 // receipt issued before becomes stale; the logical clock restarts at 0.
+// Undrained events are dropped; with KV events on, the queue then holds
+// one AllBlocksCleared.
 // Interned namespaces are kept (they carry no cached data).
 func (t *Tree) Reset() {
 	for i := range t.nodes {
 		n := &t.nodes[i]
 		n.live = false
 		n.key = nil
+		n.hash, n.evHash = nil, nil
 		n.dev = [numComponents][]int32{}
 		n.host = [numComponents][]int32{}
 		clear(n.children)
@@ -121,6 +127,11 @@ func (t *Tree) Reset() {
 	t.walk = evictWalk{heap: t.walk.heap[:0]}
 	t.broken = nil
 	t.initRoot()
+	clear(t.events)
+	t.events = t.events[:0]
+	if t.cfg.kvEvents {
+		t.events = append(t.events, Event{Kind: EventAllBlocksCleared})
+	}
 }
 
 // Root returns the root's handle. It changes on Reset.

@@ -324,6 +324,11 @@ func (d *Dispatcher) create(q *abi.Request, r *abi.Response) error {
 	}
 	cfg := q.Config
 	cfg.Components = append([]core.Component(nil), cfg.Components...)
+	if cfg.KVEvents {
+		// The tree records events, but take_events is still reserved on
+		// the wire: refuse rather than let the queue grow undrained.
+		return fmt.Errorf("%w: kv_events needs the take_events op, which this ABI version reserves", core.ErrUnsupported)
+	}
 	t, err := core.New(cfg)
 	if err != nil {
 		return err
