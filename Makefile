@@ -27,7 +27,7 @@ fuzz:
 	$(GO) test ./core -run '^$$' -fuzz '^FuzzOps$$' -fuzztime 20s
 
 demo:
-	$(GO) run ./examples/quickstart
+	$(GO) run ./cmd/radixkv replay
 
 # wasm rebuilds the committed WebAssembly module. The flags make the build
 # reproducible for a given Go version; wasm-check rebuilds into a

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/host/native"
+)
+
+// engineNames lists the values --engine accepts.
+var engineNames = []string{"wasm", "inprocess", "direct"}
+
+// errEngineUnavailable reports an engine this build does not provide.
+var errEngineUnavailable = errors.New("not available in this build")
+
+// newEngine builds the named engine over a tree configured by cfg.
+func newEngine(name string, cfg core.Config) (native.Engine, error) {
+	switch name {
+	case "direct":
+		return native.NewDirectEngine(cfg)
+	case "wasm":
+		return nil, fmt.Errorf("engine wasm: %w (host/native has no WebAssembly engine yet; use --engine direct)", errEngineUnavailable)
+	case "inprocess":
+		return nil, fmt.Errorf("engine inprocess: %w (host/native has no in-process ABI engine yet; use --engine direct)", errEngineUnavailable)
+	}
+	return nil, fmt.Errorf("unknown engine %q (known: wasm, inprocess, direct)", name)
+}
+
+// timedEngine wraps an engine to time its Evict calls, which the
+// controller makes from inside Prefill and Extend.
+type timedEngine struct {
+	native.Engine
+	evict *latency
+}
+
+func (e *timedEngine) Evict(c core.Component, want int, dst []core.Action) ([]core.Action, int, error) {
+	t0 := time.Now()
+	acts, n, err := e.Engine.Evict(c, want, dst)
+	e.evict.add(time.Since(t0))
+	return acts, n, err
+}

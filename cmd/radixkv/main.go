@@ -1,0 +1,129 @@
+// Command radixkv replays LLM serving workloads through radixkv's prefix
+// cache and reports what the cache did: hit rate, prefill work saved,
+// evictions, throughput and per-operation latency.
+//
+// Usage:
+//
+//	radixkv replay [flags]            replay a workload through the full stack
+//	radixkv record --out FILE [flags] write a workload's command log
+//	radixkv sweep [flags]             hit rate versus capacity for several policies
+//
+// # replay
+//
+// replay drives every request through a host/native Controller (Arrive,
+// Prefill, optionally Extend, Finish) on top of the chosen engine:
+// --engine wasm (radixkv.wasm under wazero, the default), inprocess (the ABI
+// dispatcher called directly) or direct (core.Tree without encoding). The
+// workload is the built-in generator (--seed, --requests), a Mooncake-format
+// JSONL trace (--trace FILE) or a command log written by record (--log FILE).
+//
+// The device pool holds --capacity tokens (default 200000 for the built-in
+// workload, so that it evicts, and 1000000 for traces). The host tier
+// (HiCache) is not implemented in core yet, so --host-capacity accepts 0 only
+// and the host hit rate is always 0. The KV canary (--canary, on by default)
+// writes a record derived from (namespace, position, token prefix) into every
+// slot and verifies every match against it; --canary=false measures raw speed.
+//
+// Decoded output is skipped by default: the prompts of a trace cannot contain
+// the tokens a model would have generated, so caching made-up output only uses
+// room. --output-tokens appends each request's output_length tokens through
+// Extend, one token per call as a decoder would, with deterministic ids
+// 0x80000000 | (request index * 65536 + position) mod 2^31.
+//
+// An empty trace is an error (nothing to report). A malformed trace line
+// fails before anything is replayed, naming the file and the line; so does a
+// request larger than the device pool. An unknown flag prints the usage and
+// exits with status 2; other failures exit with status 1.
+//
+// --json prints one JSON object instead of the text report; its top-level
+// hit_rate is all matched tokens (device and host) over all input tokens.
+// A progress bar is drawn on stderr for long runs unless --quiet or --json is
+// given or stderr is not a terminal.
+//
+// # record
+//
+// record writes the requests of a workload, in order, with their namespaces
+// and tokens, plus the replay settings, to a line-oriented text log (the
+// format is described in log.go). replay --log FILE replays it and produces
+// the same report as replaying the original workload with the same settings,
+// except for timings. Flags given to replay override the recorded settings.
+//
+// # sweep
+//
+// sweep replays one workload at several capacities (--capacities) under
+// several eviction policies (--policies), prints a table of hit rates and
+// writes an SVG line chart (--svg, default sweep.svg). It uses
+// internal/coresim, the core-only replay loop, which makes the same tree
+// calls in the same order as the controller and so gives the same hit rate
+// to the token (the tests check this), without pools or engine transport.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// errUsage marks an error that should print usage and exit with status 2.
+var errUsage = errors.New("usage")
+
+const topUsage = `usage: radixkv <command> [flags]
+
+commands:
+  replay   replay a workload through the full stack and report hit rate,
+           throughput and latency
+  record   write the command log of a workload (replay it with replay --log)
+  sweep    hit rate versus capacity for several eviction policies, as a
+           table and an SVG chart
+
+Run "radixkv <command> -h" for the flags of a command.
+`
+
+// run is the whole command line: it parses args (without the program
+// name), writes the report to stdout and diagnostics to stderr, and returns
+// the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, topUsage)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "replay":
+		err = runReplay(args[1:], stdout, stderr)
+	case "record":
+		err = runRecord(args[1:], stdout, stderr)
+	case "sweep":
+		err = runSweep(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, topUsage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "radixkv: unknown command %q\n\n%s", args[0], topUsage)
+		return exitUsage
+	}
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errUsage):
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "radixkv: %v\n", err)
+		return exitError
+	}
+}

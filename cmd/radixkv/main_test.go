@@ -1,0 +1,429 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/internal/coresim"
+	"github.com/radixkv/radixkv/workload"
+)
+
+// sharedTraces are where the Mooncake trace shared by the project's tests
+// may lie: beside the repository (../shared from its root) or in a shared/
+// folder inside it.
+var sharedTraces = []string{
+	"../../../shared/traces/mooncake_synthetic_trace.jsonl",
+	"../../shared/traces/mooncake_synthetic_trace.jsonl",
+}
+
+// cli runs the command line in process.
+func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// availableEngines lists the engines this build provides.
+func availableEngines(t *testing.T) []string {
+	var out []string
+	for _, name := range engineNames {
+		eng, err := newEngine(name, core.Config{PageSize: 16})
+		if errors.Is(err, errEngineUnavailable) {
+			t.Logf("engine %s: %v", name, err)
+			continue
+		}
+		require.NoError(t, err)
+		require.NoError(t, eng.Close())
+		out = append(out, name)
+	}
+	require.Contains(t, out, "direct")
+	return out
+}
+
+// replayJSON runs replay --json with args and decodes the report.
+func replayJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	code, out, errOut := cli(t, append([]string{"replay", "--json"}, args...)...)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &m), "stdout: %s", out)
+	return m
+}
+
+func num(t *testing.T, m map[string]any, path ...string) float64 {
+	t.Helper()
+	var v any = m
+	for _, p := range path {
+		obj, ok := v.(map[string]any)
+		require.True(t, ok, "%v: not an object at %q", path, p)
+		v, ok = obj[p]
+		require.True(t, ok, "missing key %v", path)
+	}
+	f, ok := v.(float64)
+	require.True(t, ok, "%v is %T, want a number", path, v)
+	return f
+}
+
+func TestReplay_BuiltinEndToEnd(t *testing.T) {
+	for _, engine := range availableEngines(t) {
+		t.Run(engine, func(t *testing.T) {
+			code, out, errOut := cli(t, "replay", "--engine", engine, "--requests", "300", "--capacity", "40000")
+			require.Equal(t, 0, code, "stderr: %s", errOut)
+			require.Empty(t, errOut)
+			require.Regexp(t, `(?m)^  engine +`+engine+`$`, out)
+			require.Regexp(t, `(?m)^canary +ok `, out)
+			for _, want := range []string{
+				"requests", "input tokens", "hit rate", "device", "host",
+				"prefill tokens saved", "evictions", "bytes written", "bytes moved",
+				"throughput", "ops/s", "tokens/s", "p50", "p90", "p99", "max",
+				"arrive", "prefill", "finish", "evict",
+			} {
+				require.Contains(t, out, want)
+			}
+		})
+	}
+}
+
+func TestReplay_JSONSchema(t *testing.T) {
+	m := replayJSON(t, "--engine", "direct", "--requests", "300", "--capacity", "40000", "--output-tokens")
+	for _, k := range []string{"hit_rate", "requests", "input_tokens", "output_tokens", "computed_tokens", "prefill_tokens_saved", "cached_tokens"} {
+		num(t, m, k)
+	}
+	for _, k := range []string{"engine", "workload"} {
+		require.IsType(t, "", m[k], k)
+	}
+	for _, k := range []string{"page_size", "capacity", "host_capacity"} {
+		num(t, m, "settings", k)
+	}
+	for _, k := range []string{"device_tokens", "host_tokens", "total_tokens", "device_rate", "host_rate", "total_rate"} {
+		num(t, m, "hits", k)
+	}
+	for _, k := range []string{"calls", "nodes", "tokens"} {
+		num(t, m, "evictions", k)
+	}
+	num(t, m, "bytes", "written")
+	num(t, m, "bytes", "moved")
+	for _, k := range []string{"seconds", "ops", "ops_per_sec", "tokens_per_sec"} {
+		num(t, m, "throughput", k)
+	}
+	for _, op := range []string{"arrive", "prefill", "extend", "finish", "evict"} {
+		for _, k := range []string{"count", "p50", "p90", "p99", "max"} {
+			num(t, m, "latency_ns", op, k)
+		}
+	}
+	canary := m["canary"].(map[string]any)
+	require.Equal(t, true, canary["enabled"])
+	require.Equal(t, "ok", canary["verdict"])
+	num(t, m, "canary", "checked_slots")
+
+	require.Equal(t, 300.0, num(t, m, "requests"))
+	require.Positive(t, num(t, m, "output_tokens"))
+	require.Positive(t, num(t, m, "evictions", "nodes"), "the workload should evict")
+	require.Equal(t, 0.0, num(t, m, "hits", "host_tokens"))
+	hit := num(t, m, "hits", "total_tokens") / num(t, m, "input_tokens")
+	require.InDelta(t, hit, num(t, m, "hit_rate"), 1e-12)
+	require.Equal(t, num(t, m, "hits", "total_tokens"), num(t, m, "prefill_tokens_saved"))
+}
+
+// writeFile writes content to a file in a fresh directory.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+const goodLine = `{"timestamp": 0, "input_length": 600, "output_length": 4, "hash_ids": [1, 2]}` + "\n"
+
+func TestReplay_MalformedTrace(t *testing.T) {
+	p := writeFile(t, "bad.jsonl", goodLine+goodLine+`{"timestamp": 1, "input_length": 600, "output_length": 4, "hash_ids": [1]}`+"\n")
+	code, out, errOut := cli(t, "replay", "--engine", "direct", "--trace", p)
+	require.Equal(t, 1, code)
+	require.Empty(t, out, "nothing may be reported")
+	require.Contains(t, errOut, "bad.jsonl:3")
+
+	p = writeFile(t, "notjson.jsonl", goodLine+"\n{oops\n")
+	code, out, errOut = cli(t, "replay", "--engine", "direct", "--trace", p, "--json")
+	require.Equal(t, 1, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "notjson.jsonl:3")
+}
+
+func TestReplay_EmptyTrace(t *testing.T) {
+	for _, content := range []string{"", "\n\n  \n"} {
+		p := writeFile(t, "empty.jsonl", content)
+		code, out, errOut := cli(t, "replay", "--engine", "direct", "--trace", p)
+		require.Equal(t, 1, code)
+		require.Empty(t, out)
+		require.Contains(t, errOut, "holds no requests")
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	code, out, errOut := cli(t, "replay", "--no-such-flag")
+	require.Equal(t, 2, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "usage: radixkv replay")
+
+	code, _, errOut = cli(t, "sweep", "--bogus")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "usage: radixkv sweep")
+
+	code, _, errOut = cli(t, "frobnicate")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "unknown command")
+
+	code, _, _ = cli(t)
+	require.Equal(t, 2, code)
+
+	code, _, errOut = cli(t, "record")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "--out")
+
+	code, _, errOut = cli(t, "replay", "stray")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "unexpected argument")
+}
+
+func TestReplay_CapacityTooSmall(t *testing.T) {
+	code, out, errOut := cli(t, "replay", "--engine", "direct", "--requests", "50", "--capacity", "500")
+	require.Equal(t, 1, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "capacity too small: request 0 needs")
+	require.Contains(t, errOut, "holds 500 tokens")
+
+	p := writeFile(t, "t.jsonl", goodLine+`{"timestamp": 1, "input_length": 2000, "output_length": 4, "hash_ids": [1, 2, 3, 4]}`+"\n")
+	code, out, errOut = cli(t, "replay", "--engine", "direct", "--trace", p, "--capacity", "1000")
+	require.Equal(t, 1, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "request 1 (")
+	require.Contains(t, errOut, "t.jsonl:2) needs 2000 KV slots")
+}
+
+func TestReplay_SettingErrors(t *testing.T) {
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--host-capacity", "1000", "host tier (HiCache) is not implemented in core yet"},
+		{"--policy", "nope", "unknown eviction policy"},
+		{"--page-size", "0", "--page-size 0"},
+		{"--components", "full,swa", "not supported"},
+		{"--write-policy", "sometimes", "write_through or write_back"},
+		{"--engine", "quantum", "unknown engine"},
+	} {
+		code, out, errOut := cli(t, "replay", "--requests", "20", tc.flag, tc.value)
+		require.Equal(t, 1, code, tc.flag)
+		require.Empty(t, out)
+		require.Contains(t, errOut, tc.want, tc.flag)
+	}
+}
+
+// deterministic drops the fields that depend on timing or on where the
+// workload came from.
+func deterministic(m map[string]any) map[string]any {
+	delete(m, "throughput")
+	delete(m, "latency_ns")
+	delete(m, "workload")
+	return m
+}
+
+func TestRecordReplayLog(t *testing.T) {
+	for _, extra := range [][]string{
+		{"--tenants", "3", "--capacity", "30000", "--policy", "lfu"},
+		{"--output-tokens", "--capacity", "50000", "--page-size", "4"},
+	} {
+		gen := append([]string{"--engine", "direct", "--requests", "250", "--seed", "7"}, extra...)
+		log := filepath.Join(t.TempDir(), "run.log")
+		code, out, errOut := cli(t, append([]string{"record", "--out", log}, gen...)...)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "recorded 250 requests")
+
+		want := deterministic(replayJSON(t, gen...))
+		got := deterministic(replayJSON(t, "--log", log))
+		require.Equal(t, want, got)
+		require.Positive(t, num(t, got, "evictions", "nodes"))
+
+		// The text report matches too, line for line, except timings
+		// and the workload line.
+		_, a, _ := cli(t, append([]string{"replay"}, gen...)...)
+		_, b, _ := cli(t, "replay", "--log", log)
+		require.Equal(t, stableLines(a), stableLines(b))
+	}
+}
+
+// stableLines keeps the report lines that do not depend on timing.
+func stableLines(report string) []string {
+	var out []string
+	timing := false
+	for _, l := range strings.Split(report, "\n") {
+		if strings.HasPrefix(l, "time") {
+			timing = true // time, throughput and the latency table follow
+		}
+		if timing || strings.HasPrefix(l, "  workload") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func TestReplayLog_Errors(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "ok.log")
+	code, _, errOut := cli(t, "record", "--out", log, "--requests", "20")
+	require.Equal(t, 0, code, errOut)
+	data, err := os.ReadFile(log)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+
+	truncated := writeFile(t, "trunc.log", strings.Join(lines[:len(lines)-3], ""))
+	code, out, errOut := cli(t, "replay", "--log", truncated)
+	require.Equal(t, 1, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "no end line")
+
+	bad := slicesClone(lines)
+	bad[14] = "req 0 1 2 3\n"
+	p := writeFile(t, "bad.log", strings.Join(bad, ""))
+	code, out, errOut = cli(t, "replay", "--log", p)
+	require.Equal(t, 1, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "bad.log:15")
+
+	code, _, errOut = cli(t, "replay", "--log", writeFile(t, "x.log", "hello\n"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "not a radixkv command log")
+}
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+func TestSweep_WritesSVG(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "chart.svg")
+	code, out, errOut := cli(t, "sweep", "--requests", "300", "--policies", "lru,lfu,fifo", "--capacities", "20000,40000,80000,160000,320000", "--svg", svg)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "capacity")
+	require.Contains(t, out, "lfu")
+	require.Contains(t, out, "320,000")
+
+	f, err := os.Open(svg)
+	require.NoError(t, err)
+	defer f.Close()
+	dec := xml.NewDecoder(f)
+	var polylines, texts int
+	var root string
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		if se, ok := tok.(xml.StartElement); ok {
+			if root == "" {
+				root = se.Name.Local
+			}
+			switch se.Name.Local {
+			case "polyline":
+				polylines++
+				for _, a := range se.Attr {
+					if a.Name.Local == "points" {
+						require.Len(t, strings.Fields(a.Value), 5)
+					}
+				}
+			case "text":
+				texts++
+			}
+		}
+	}
+	require.Equal(t, "svg", root)
+	require.Equal(t, 3, polylines)
+	require.Greater(t, texts, 11+5+3) // y ticks, x ticks, legend
+
+	code, _, errOut = cli(t, "sweep", "--requests", "50", "--policies", "lru,bogus", "--svg", "")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "unknown eviction policy")
+}
+
+// requireSameAsCoresim replays reqs through the CLI (given the workload
+// flags that produce them) and through coresim.Run, and requires the same
+// hits and evictions to the token.
+func requireSameAsCoresim(t *testing.T, reqs []workload.Request, capacity, page int, policy string, workloadArgs ...string) {
+	t.Helper()
+	args := append([]string{"--engine", "direct", "--canary=false",
+		"--capacity", strconv.Itoa(capacity), "--page-size", strconv.Itoa(page), "--policy", policy}, workloadArgs...)
+	m := replayJSON(t, args...)
+	st, err := coresim.Run(coresim.Config{Capacity: capacity, PageSize: page, Policy: policy}, reqs)
+	require.NoError(t, err)
+	require.Equal(t, float64(st.Requests), num(t, m, "requests"))
+	require.Equal(t, float64(st.InputTokens), num(t, m, "input_tokens"))
+	require.Equal(t, float64(st.MatchedTokens), num(t, m, "hits", "total_tokens"))
+	require.Equal(t, st.HitRate, num(t, m, "hit_rate"))
+	require.Equal(t, float64(st.EvictedNodes), num(t, m, "evictions", "nodes"))
+	require.Equal(t, float64(st.EvictedTokens), num(t, m, "evictions", "tokens"))
+	require.Equal(t, float64(st.CachedTokens), num(t, m, "cached_tokens"))
+	t.Logf("capacity %d page %d %s: hit rate %.4f, %d nodes evicted", capacity, page, policy, st.HitRate, st.EvictedNodes)
+}
+
+func TestHitRateMatchesCoresim_Generated(t *testing.T) {
+	cfg := workload.DefaultGenConfig()
+	cfg.Seed, cfg.Requests, cfg.Tenants = 3, 400, 2
+	reqs, err := workload.Generate(cfg)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		capacity, page int
+		policy         string
+	}{
+		{50_000, 16, "lru"},
+		{80_000, 1, "lfu"},
+		{30_000, 32, "slru"},
+	} {
+		requireSameAsCoresim(t, reqs, tc.capacity, tc.page, tc.policy, "--seed", "3", "--requests", "400", "--tenants", "2")
+	}
+}
+
+func TestHitRateMatchesCoresim_SharedTrace(t *testing.T) {
+	var f *os.File
+	var path string
+	for _, p := range sharedTraces {
+		var err error
+		if f, err = os.Open(p); err == nil {
+			path = p
+			break
+		}
+	}
+	if f == nil {
+		t.Skipf("shared trace not present at %s", strings.Join(sharedTraces, " or "))
+	}
+	defer f.Close()
+	capacities := []int{1_000_000, 3_000_000}
+	if testing.Short() {
+		// A prefix of the trace keeps -short fast.
+		var b strings.Builder
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<24)
+		for n := 0; n < 400 && sc.Scan(); n++ {
+			b.WriteString(sc.Text() + "\n")
+		}
+		require.NoError(t, sc.Err())
+		path = writeFile(t, "prefix.jsonl", b.String())
+		capacities = []int{200_000}
+	}
+	data, err := os.Open(path)
+	require.NoError(t, err)
+	reqs, err := workload.ReadMooncake(data, path)
+	data.Close()
+	require.NoError(t, err)
+	for _, c := range capacities {
+		requireSameAsCoresim(t, reqs, c, 16, "lru", "--trace", path)
+	}
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/host/native"
+)
+
+const replaySynopsis = "replay [--engine wasm|inprocess|direct] [--trace FILE | --log FILE | --seed N --requests N] [flags]"
+
+func runReplay(args []string, stdout, stderr io.Writer) error {
+	var s settings
+	fs := newFlagSet("replay", replaySynopsis, stderr)
+	s.workloadFlags(fs, true)
+	s.cacheFlags(fs)
+	fs.BoolVar(&s.json, "json", false, "print the report as one JSON object")
+	fs.BoolVar(&s.quiet, "quiet", false, "draw no progress bar")
+	if err := s.parse(fs, args); err != nil {
+		return err
+	}
+	l, err := s.loadWorkload()
+	if err != nil {
+		return err
+	}
+	rep, err := replay(&s, l, stderr)
+	if err != nil {
+		return err
+	}
+	if s.json {
+		return rep.writeJSON(stdout)
+	}
+	return rep.writeText(stdout)
+}
+
+// outputToken is the id of the j-th decoded token of request k: a
+// deterministic id with the top bit set, so it never equals a generated or
+// trace token of a realistic vocabulary.
+func outputToken(k, j int) uint32 {
+	return 1<<31 | uint32((uint64(k)<<16+uint64(j))&(1<<31-1))
+}
+
+// replay runs every request of l through a controller built from s and
+// returns the report. Nothing is written to stdout here, so a failure
+// leaves no partial report.
+func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
+	cfg, err := s.coreConfig()
+	if err != nil {
+		return nil, err
+	}
+	s.resolveCapacity(l)
+	if err := s.checkFits(l); err != nil {
+		return nil, err
+	}
+	rep := &report{Engine: s.engine, Workload: l.source}
+	eng, err := newEngine(s.engine, cfg)
+	if errors.Is(err, errEngineUnavailable) && !s.explicit["engine"] {
+		// The default engine is missing from this build: say so and
+		// use the reference engine rather than fail the first run.
+		rep.EngineNote = fmt.Sprintf("the default engine %s is %v", s.engine, errEngineUnavailable)
+		s.engine, rep.Engine = "direct", "direct"
+		eng, err = newEngine(s.engine, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	slotBytes := 0
+	if s.canary {
+		slotBytes = native.CanaryBytes
+	}
+	pool, err := native.NewMemPool(s.capacity, slotBytes)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	var lat struct{ arrive, prefill, extend, finish, evict latency }
+	ctl, err := native.NewController(&timedEngine{Engine: eng, evict: &lat.evict}, native.NewPoolSet(pool),
+		native.ControllerConfig{Canary: s.canary, VerifyMatches: s.canary})
+	if err != nil {
+		eng.Close()
+		pool.Close()
+		return nil, err
+	}
+	defer ctl.Close()
+
+	var inputTokens, outputTokens int64
+	for k := range l.reqs {
+		inputTokens += int64(len(l.reqs[k].Tokens))
+	}
+	bar := newProgress(s, stderr, "replay", inputTokens)
+	var ops int64
+	var outBuf []uint32
+	start := time.Now()
+	for k := range l.reqs {
+		req := &l.reqs[k]
+		t0 := time.Now()
+		r, err := ctl.Arrive(namespace(req.Namespace), req.Tokens)
+		t1 := time.Now()
+		lat.arrive.add(t1.Sub(t0))
+		if err != nil {
+			bar.abandon()
+			return nil, fmt.Errorf("%s: arrive: %w", l.describe(k), err)
+		}
+		err = ctl.Prefill(r, r.Pending())
+		t2 := time.Now()
+		lat.prefill.add(t2.Sub(t1))
+		ops += 2
+		if err != nil {
+			bar.abandon()
+			return nil, s.lifecycleError(l, k, "prefill", err)
+		}
+		if s.outputTokens {
+			outBuf = outBuf[:0]
+			for j := range req.OutputLength {
+				outBuf = append(outBuf, outputToken(k, j))
+			}
+			// One Extend per decoded token, as a decoder would call it.
+			for j := range outBuf {
+				t0 := time.Now()
+				err := ctl.Extend(r, outBuf[j])
+				lat.extend.add(time.Since(t0))
+				ops++
+				if err != nil {
+					bar.abandon()
+					return nil, s.lifecycleError(l, k, "extend", err)
+				}
+			}
+			outputTokens += int64(req.OutputLength)
+		}
+		t0 = time.Now()
+		err = ctl.Finish(r)
+		lat.finish.add(time.Since(t0))
+		ops++
+		if err != nil {
+			bar.abandon()
+			return nil, fmt.Errorf("%s: finish: %w", l.describe(k), err)
+		}
+		bar.add(int64(len(req.Tokens)))
+	}
+	elapsed := time.Since(start)
+	bar.finish()
+
+	st := ctl.Stats()
+	rep.Settings.Components = "full"
+	rep.Settings.PageSize = cfg.PageSize
+	rep.Settings.Capacity = s.capacity
+	rep.Settings.HostCapacity = s.hostCapacity
+	rep.Settings.Policy = cfg.Policy
+	if t, err := core.New(cfg); err == nil {
+		rep.Settings.Policy = t.Policy() // normalised name
+	}
+	rep.Settings.WritePolicy = cfg.WritePolicy.String()
+	rep.Settings.Canary = s.canary
+	rep.Settings.OutputTokens = s.outputTokens
+
+	rep.Requests = len(l.reqs)
+	rep.InputTokens = inputTokens
+	rep.OutputTokens = outputTokens
+	rep.ComputedTokens = int64(st.ComputedTokens)
+	h := &rep.Hits
+	h.DeviceTokens = int64(st.MatchedTokens)
+	h.TotalTokens = h.DeviceTokens + h.HostTokens
+	if inputTokens > 0 {
+		h.DeviceRate = float64(h.DeviceTokens) / float64(inputTokens)
+		h.HostRate = float64(h.HostTokens) / float64(inputTokens)
+		h.TotalRate = float64(h.TotalTokens) / float64(inputTokens)
+	}
+	h.HostNote = hostNote
+	rep.HitRate = h.TotalRate
+	rep.PrefillTokensSaved = h.TotalTokens
+	rep.Evictions.Calls = len(lat.evict.ns)
+	rep.Evictions.Nodes = int64(st.EvictedNodes)
+	rep.Evictions.Tokens = int64(st.EvictedTokens)
+	rep.Bytes.Written = int64(st.BytesWritten)
+	full, err := ctl.Engine().Evictable(core.Full)
+	if err != nil {
+		return nil, err
+	}
+	prot, err := ctl.Engine().Protected(core.Full)
+	if err != nil {
+		return nil, err
+	}
+	rep.CachedTokens = full + prot
+
+	// The audit (tree sanity check plus slot accounting) runs once, after
+	// the timed loop.
+	if err := ctl.Audit(); err != nil {
+		return nil, fmt.Errorf("after the replay: %w", err)
+	}
+	c := &rep.Canary
+	c.Enabled = s.canary
+	c.Checked, c.Mismatches = int64(st.CanaryChecked), int64(st.CanaryMismatches)
+	switch {
+	case !s.canary:
+		c.Verdict = "off"
+	case c.Mismatches == 0:
+		c.Verdict = "ok"
+	default:
+		c.Verdict = "FAILED"
+	}
+
+	t := &rep.Throughput
+	t.Seconds = elapsed.Seconds()
+	t.Ops = ops
+	if t.Seconds > 0 {
+		t.OpsPerSec = float64(ops) / t.Seconds
+		t.TokensPerSec = float64(inputTokens+outputTokens) / t.Seconds
+	}
+	rep.Latency = map[string]latencySummary{
+		"arrive":  lat.arrive.summary(),
+		"prefill": lat.prefill.summary(),
+		"finish":  lat.finish.summary(),
+		"evict":   lat.evict.summary(),
+	}
+	if s.outputTokens {
+		rep.Latency["extend"] = lat.extend.summary()
+	}
+	return rep, nil
+}
+
+// lifecycleError explains a failed allocation in terms of the flags.
+func (s *settings) lifecycleError(l *loaded, k int, op string, err error) error {
+	if errors.Is(err, native.ErrPoolExhausted) {
+		return fmt.Errorf("capacity too small: %s: %s: %w (--capacity %d)", l.describe(k), op, err, s.capacity)
+	}
+	return fmt.Errorf("%s: %s: %w", l.describe(k), op, err)
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// hostNote says why the host columns are zero.
+const hostNote = "the host tier (HiCache) is not implemented in core yet; every hit is a device hit"
+
+// report is the result of a replay. Its JSON form is the --json output;
+// fields under throughput and latency_ns depend on timing, everything else
+// is deterministic for a given workload and settings.
+type report struct {
+	HitRate float64 `json:"hit_rate"` // all matched tokens / all input tokens
+
+	Engine     string `json:"engine"`
+	EngineNote string `json:"engine_note,omitempty"`
+	Workload   string `json:"workload"`
+	Settings   struct {
+		Components   string `json:"components"`
+		PageSize     int    `json:"page_size"`
+		Capacity     int    `json:"capacity"`
+		HostCapacity int    `json:"host_capacity"`
+		Policy       string `json:"policy"`
+		WritePolicy  string `json:"write_policy"`
+		Canary       bool   `json:"canary"`
+		OutputTokens bool   `json:"output_tokens"`
+	} `json:"settings"`
+
+	Requests       int   `json:"requests"`
+	InputTokens    int64 `json:"input_tokens"`
+	OutputTokens   int64 `json:"output_tokens"`
+	ComputedTokens int64 `json:"computed_tokens"`
+	Hits           struct {
+		DeviceTokens int64   `json:"device_tokens"`
+		HostTokens   int64   `json:"host_tokens"`
+		TotalTokens  int64   `json:"total_tokens"`
+		DeviceRate   float64 `json:"device_rate"`
+		HostRate     float64 `json:"host_rate"`
+		TotalRate    float64 `json:"total_rate"`
+		HostNote     string  `json:"host_note"`
+	} `json:"hits"`
+	PrefillTokensSaved int64 `json:"prefill_tokens_saved"`
+	Evictions          struct {
+		Calls  int   `json:"calls"`
+		Nodes  int64 `json:"nodes"`
+		Tokens int64 `json:"tokens"`
+	} `json:"evictions"`
+	Bytes struct {
+		Written int64 `json:"written"`
+		Moved   int64 `json:"moved"`
+	} `json:"bytes"`
+	CachedTokens int `json:"cached_tokens"`
+
+	Canary struct {
+		Enabled    bool   `json:"enabled"`
+		Verdict    string `json:"verdict"`
+		Checked    int64  `json:"checked_slots"`
+		Mismatches int64  `json:"mismatches"`
+	} `json:"canary"`
+
+	Throughput struct {
+		Seconds      float64 `json:"seconds"`
+		Ops          int64   `json:"ops"`
+		OpsPerSec    float64 `json:"ops_per_sec"`
+		TokensPerSec float64 `json:"tokens_per_sec"`
+	} `json:"throughput"`
+	Latency map[string]latencySummary `json:"latency_ns"`
+}
+
+// latencyOps is the order operations are reported in.
+var latencyOps = []string{"arrive", "prefill", "extend", "finish", "evict"}
+
+func (r *report) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
+
+// count renders n with thousands separators.
+func count[T int | int64](n T) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func dur(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", ns)
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.1fµs", float64(ns)/1e3)
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(ns)/1e6)
+	}
+	return fmt.Sprintf("%.2fs", float64(ns)/1e9)
+}
+
+// writeText renders the human-readable report.
+func (r *report) writeText(w io.Writer) error {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	p := func(format string, a ...any) { fmt.Fprintf(tw, format+"\n", a...) }
+	s := &r.Settings
+	engine := r.Engine
+	if r.EngineNote != "" {
+		engine += " (" + r.EngineNote + ")"
+	}
+	p("radixkv replay")
+	p("  engine\t%s", engine)
+	p("  workload\t%s", r.Workload)
+	p("  cache\t%s, page %d, device %s tokens, host %d tokens, policy %s, write policy %s", s.Components, s.PageSize, count(s.Capacity), s.HostCapacity, s.Policy, s.WritePolicy)
+	out := "skipped"
+	if s.OutputTokens {
+		out = "appended through Extend"
+	}
+	p("  output tokens\t%s", out)
+	p("")
+	p("requests\t%s\t", count(r.Requests))
+	p("input tokens\t%s\t", count(r.InputTokens))
+	if s.OutputTokens {
+		p("output tokens\t%s\t", count(r.OutputTokens))
+	}
+	h := &r.Hits
+	p("hit rate\t%s\t(%s of %s input tokens)", pct(r.HitRate), count(h.TotalTokens), count(r.InputTokens))
+	p("  device\t%s\t(%s tokens)", pct(h.DeviceRate), count(h.DeviceTokens))
+	p("  host\t%s\t(%s)", pct(h.HostRate), hostNote)
+	p("prefill tokens saved\t%s\t(computed %s)", count(r.PrefillTokensSaved), count(r.ComputedTokens))
+	p("evictions\t%s nodes\t(%s tokens, %s evict calls)", count(r.Evictions.Nodes), count(r.Evictions.Tokens), count(r.Evictions.Calls))
+	p("cached at end\t%s\t(tokens held by the tree)", count(r.CachedTokens))
+	p("bytes written\t%s\t(KV canary records)", count(r.Bytes.Written))
+	p("bytes moved\t%s\t(no device<->host copies without a host tier)", count(r.Bytes.Moved))
+	c := &r.Canary
+	if c.Enabled {
+		p("canary\t%s\t(%s slots verified, %d mismatches)", c.Verdict, count(c.Checked), c.Mismatches)
+	} else {
+		p("canary\t%s\t(--canary=false)", c.Verdict)
+	}
+	p("")
+	t := &r.Throughput
+	p("time\t%.3fs", t.Seconds)
+	p("throughput\t%s ops/s, %s tokens/s\t(%s controller calls)", count(int64(t.OpsPerSec)), count(int64(t.TokensPerSec)), count(t.Ops))
+	p("")
+	p("latency\tcount\tp50\tp90\tp99\tmax")
+	for _, op := range latencyOps {
+		l, ok := r.Latency[op]
+		if !ok {
+			continue
+		}
+		if l.Count == 0 {
+			p("  %s\t0\t-\t-\t-\t-", op)
+			continue
+		}
+		p("  %s\t%s\t%s\t%s\t%s\t%s", op, count(l.Count), dur(l.P50), dur(l.P90), dur(l.P99), dur(l.Max))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Drop the padding tabwriter leaves after a line's last cell.
+	var text strings.Builder
+	for line := range strings.Lines(buf.String()) {
+		text.WriteString(strings.TrimRight(line, " \n"))
+		text.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, text.String())
+	return err
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/workload"
+)
+
+// Default device capacities (tokens) when --capacity is not given: the
+// built-in workload's default 2000 requests hold about 600k distinct
+// tokens, so 200k makes the cache evict; traces are usually far larger.
+const (
+	defaultGenCapacity   = 200_000
+	defaultTraceCapacity = 1_000_000
+)
+
+// settings are the flags shared by replay, record and sweep.
+type settings struct {
+	engine       string
+	components   string
+	pageSize     int
+	capacity     int // 0: the default for the workload's source
+	hostCapacity int
+	policy       string
+	writePolicy  string
+	canary       bool
+	outputTokens bool
+
+	trace    string
+	logFile  string
+	seed     uint64
+	requests int
+	tenants  int
+
+	json  bool
+	quiet bool
+
+	explicit map[string]bool // flags given on the command line
+}
+
+// newFlagSet returns a flag set that reports errors (with usage) to stderr
+// and leaves exiting to run.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: radixkv %s\n\nflags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// workloadFlags registers the flags that choose the workload.
+func (s *settings) workloadFlags(fs *flag.FlagSet, withLog bool) {
+	fs.StringVar(&s.trace, "trace", "", "Mooncake-format JSONL `file` to replay instead of the built-in workload")
+	if withLog {
+		fs.StringVar(&s.logFile, "log", "", "command log `file` written by radixkv record to replay")
+	}
+	fs.Uint64Var(&s.seed, "seed", 1, "seed of the built-in workload generator")
+	fs.IntVar(&s.requests, "requests", 2000, "number of requests of the built-in workload")
+	fs.IntVar(&s.tenants, "tenants", 0, "tenants of the built-in workload (above 1, tenants never share prefixes)")
+}
+
+// cacheFlags registers the flags that configure the cache.
+func (s *settings) cacheFlags(fs *flag.FlagSet) {
+	fs.StringVar(&s.engine, "engine", "wasm", "engine: wasm (radixkv.wasm under wazero), inprocess (ABI dispatcher in process) or direct (core.Tree)")
+	fs.StringVar(&s.components, "components", "full", "component set (only full is supported today)")
+	fs.IntVar(&s.pageSize, "page-size", 16, "page size in tokens (matching granularity)")
+	fs.IntVar(&s.capacity, "capacity", 0, fmt.Sprintf("device KV pool size in `tokens` (default %d for the built-in workload, %d for traces)", defaultGenCapacity, defaultTraceCapacity))
+	fs.IntVar(&s.hostCapacity, "host-capacity", 0, "host KV pool size in `tokens`; the host tier is not implemented in core yet, so only 0 is accepted")
+	fs.StringVar(&s.policy, "policy", "lru", "eviction policy: "+strings.Join(core.PolicyNames(), ", "))
+	fs.StringVar(&s.writePolicy, "write-policy", "write_through", "host-tier write policy: write_through or write_back (no effect without a host tier)")
+	fs.BoolVar(&s.canary, "canary", true, "write a KV canary into every slot and verify every match against it")
+	fs.BoolVar(&s.outputTokens, "output-tokens", false, "append each request's output_length decoded tokens through Extend (deterministic ids)")
+}
+
+// parse parses args, remembers which flags were given and rejects
+// positional arguments.
+func (s *settings) parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	s.explicit = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { s.explicit[f.Name] = true })
+	return nil
+}
+
+// coreConfig validates the cache settings and returns the tree's config.
+func (s *settings) coreConfig() (core.Config, error) {
+	for _, c := range strings.Split(s.components, ",") {
+		switch strings.ToLower(strings.TrimSpace(c)) {
+		case "full":
+		case "swa", "mamba":
+			return core.Config{}, fmt.Errorf("--components %s: the %s component is not supported by the command line yet; use full", s.components, c)
+		default:
+			return core.Config{}, fmt.Errorf("--components %s: unknown component %q (known: full)", s.components, c)
+		}
+	}
+	if s.hostCapacity != 0 {
+		return core.Config{}, fmt.Errorf("--host-capacity %d: the host tier (HiCache) is not implemented in core yet; only 0 is accepted", s.hostCapacity)
+	}
+	if s.capacity < 0 || int64(s.capacity) > 1<<31-1 {
+		return core.Config{}, fmt.Errorf("--capacity %d out of range [1, 2^31-1]", s.capacity)
+	}
+	var wp core.WritePolicy
+	switch strings.ReplaceAll(strings.ToLower(s.writePolicy), "-", "_") {
+	case "write_through":
+		wp = core.WriteThrough
+	case "write_back":
+		wp = core.WriteBack
+	default:
+		return core.Config{}, fmt.Errorf("--write-policy %q: want write_through or write_back", s.writePolicy)
+	}
+	cfg := core.Config{PageSize: s.pageSize, Policy: s.policy, WritePolicy: wp}
+	if _, err := core.New(cfg); err != nil {
+		return core.Config{}, fmt.Errorf("invalid cache settings (--page-size %d, --policy %q): %w", s.pageSize, s.policy, err)
+	}
+	return cfg, nil
+}
+
+// loaded is a workload ready to replay.
+type loaded struct {
+	reqs   []workload.Request
+	source string   // one-line description of where the requests came from
+	where  []string // per request, e.g. "trace.jsonl:17"; nil for generated
+	trace  bool     // from a trace (or a log recorded from one)
+}
+
+// describe names request k for error messages.
+func (l *loaded) describe(k int) string {
+	if k < len(l.where) {
+		return fmt.Sprintf("request %d (%s)", k, l.where[k])
+	}
+	return fmt.Sprintf("request %d", k)
+}
+
+// loadWorkload reads the trace or the log, or runs the generator. A log's
+// recorded settings fill every cache flag not given explicitly.
+func (s *settings) loadWorkload() (*loaded, error) {
+	switch {
+	case s.trace != "" && s.logFile != "":
+		return nil, errors.New("--trace and --log are exclusive: a log already holds its workload")
+	case s.logFile != "":
+		return s.loadLog()
+	case s.trace != "":
+		return loadTrace(s.trace)
+	}
+	cfg := workload.DefaultGenConfig()
+	cfg.Seed, cfg.Requests, cfg.Tenants = s.seed, s.requests, s.tenants
+	reqs, err := workload.Generate(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("built-in workload: %w", err)
+	}
+	return &loaded{reqs: reqs, source: fmt.Sprintf("generated seed=%d requests=%d tenants=%d", s.seed, s.requests, s.tenants)}, nil
+}
+
+// loadTrace reads a whole Mooncake trace; an empty trace is an error.
+func loadTrace(path string) (*loaded, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rd := workload.NewMooncakeReader(f, path)
+	l := &loaded{source: "trace " + path, trace: true}
+	for {
+		req, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		l.reqs = append(l.reqs, req)
+		l.where = append(l.where, path+":"+strconv.Itoa(rd.Line()))
+	}
+	if len(l.reqs) == 0 {
+		return nil, fmt.Errorf("trace %s holds no requests: nothing to replay", path)
+	}
+	return l, nil
+}
+
+// resolveCapacity fills the default capacity for the workload's source.
+func (s *settings) resolveCapacity(l *loaded) {
+	if s.capacity == 0 {
+		s.capacity = defaultGenCapacity
+		if l.trace {
+			s.capacity = defaultTraceCapacity
+		}
+	}
+}
+
+// checkFits rejects, before anything runs, a request that could not be
+// served even by an otherwise empty pool.
+func (s *settings) checkFits(l *loaded) error {
+	for k := range l.reqs {
+		r := &l.reqs[k]
+		out := 0
+		if s.outputTokens {
+			out = r.OutputLength
+		}
+		if need := len(r.Tokens) + out; need > s.capacity {
+			return fmt.Errorf("capacity too small: %s needs %d KV slots (%d input + %d output tokens) but the device pool holds %d tokens (--capacity); use --capacity %d or more",
+				l.describe(k), need, len(r.Tokens), out, s.capacity, need)
+		}
+	}
+	return nil
+}
+
+// namespace maps a workload tenant to the tree's namespace the way
+// internal/coresim does, so both give the same hit rate.
+func namespace(tenant string) core.Namespace {
+	return core.Namespace{CacheSalt: tenant}
+}
