@@ -9,7 +9,8 @@ type InsertParams struct {
 	// Tokens of the sequence to cache; only whole pages are inserted.
 	Tokens []uint32
 	// Slots holds one device Full slot per atom (at least the aligned
-	// length). The tree keeps its own copies of what it adopts.
+	// length). The tree keeps its own copies of what it adopts; the
+	// FreeDeviceKV actions of the same call may alias Slots.
 	Slots []int32
 	// PrevPrefixLen is how much of the sequence the request already held
 	// from the cache (its locked prefix): those slots belong to the tree
@@ -63,10 +64,15 @@ const (
 	phaseTail
 )
 
-// insertState is the suspended insert, owning copies of its key and
-// value so the caller's buffers may change between steps.
+// insertState is the in-flight insert. While a call runs, key and value
+// alias the caller's buffers (no copy on the common one-step path); when
+// the insert suspends at a barrier they are copied into buffers the tree
+// owns (keyBuf, valBuf), so the caller may reuse its own between steps.
 type insertState struct {
 	active   bool
+	owned    bool
+	keyBuf   []uint32
+	valBuf   []int32
 	phase    insertPhase
 	node     int32
 	nodeGen  uint32
@@ -83,6 +89,17 @@ type insertState struct {
 	target   int32
 	res      InsertResult
 	pending  []Action
+}
+
+// own copies the key and value into tree-owned buffers before the insert
+// suspends, since the caller's may change before it resumes.
+func (s *insertState) own() {
+	if s.owned {
+		return
+	}
+	s.keyBuf = append(s.keyBuf[:0], s.key...)
+	s.valBuf = append(s.valBuf[:0], s.value...)
+	s.key, s.value, s.owned = s.keyBuf, s.valBuf, true
 }
 
 // adopt records that the tree kept incoming slots [s, e) of component c.
@@ -152,10 +169,12 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 	s := &t.ins
 	*s = insertState{
 		active:   true,
+		keyBuf:   s.keyBuf,
+		valBuf:   s.valBuf,
 		node:     rootIdx,
 		nodeGen:  root.gen,
-		key:      append(s.key[:0], q...),
-		value:    append(s.value[:0], p.Slots[:L]...),
+		key:      q,
+		value:    p.Slots[:L],
 		L:        L,
 		ns:       t.nsIntern(p.Namespace),
 		prev:     p.PrevPrefixLen,
@@ -221,6 +240,7 @@ func (t *Tree) advanceInsert() (InsertStep, error) {
 		case phaseTail:
 			t.insertTail(s)
 			s.active = false
+			s.key, s.value = nil, nil // do not pin the caller's buffers
 			acts := s.pending
 			s.pending = nil
 			return InsertStep{Actions: acts, Done: true, Result: s.res}, nil
@@ -230,6 +250,7 @@ func (t *Tree) advanceInsert() (InsertStep, error) {
 				acts := s.pending
 				s.pending = nil
 				s.nodeGen = t.nodes[s.node].gen
+				s.own()
 				return InsertStep{Actions: acts}, nil
 			}
 		}
@@ -277,7 +298,12 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 		// Incoming slots past the request's own cached prefix duplicate
 		// slots the tree already holds: the host frees them.
 		if d0 := max(s.prev-c, 0); d0 < consumed {
-			dup := append([]int32(nil), s.value[c+d0:c+consumed]...)
+			// Caller-owned slots may be handed back as they are; the
+			// tree's own buffer is reused by the next insert.
+			dup := s.value[c+d0 : c+consumed : c+consumed]
+			if s.owned {
+				dup = append([]int32(nil), dup...)
+			}
 			s.pending = append(s.pending, Action{Kind: ActionFreeDeviceKV, Slots: dup})
 		}
 	}
@@ -306,7 +332,7 @@ func (t *Tree) insertCommit(s *insertState) {
 	if s.cursor < s.L {
 		wd := t.cfg.width
 		s.newLeaf = true
-		key := append([]uint32(nil), s.key[s.cursor*wd:s.L*wd]...)
+		key := t.newKey(s.key[s.cursor*wd : s.L*wd])
 		val := append([]int32(nil), s.value[s.cursor:s.L]...)
 		target = t.alloc(s.ns, key)
 		leaf := &t.nodes[target]

@@ -1,6 +1,9 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // NodeID is a generational handle to a tree node: the arena slot in the low
 // 32 bits (plus one, so 0 is never valid) and the slot's generation in the
@@ -135,6 +138,7 @@ func (t *Tree) alloc(ns uint32, key []uint32) int32 {
 func (t *Tree) release(i int32) {
 	n := &t.nodes[i]
 	n.live = false
+	t.recycleKey(n.key)
 	n.key = nil
 	n.hash, n.evHash = nil, nil
 	n.dev = [numComponents][]int32{}
@@ -236,4 +240,43 @@ func (t *Tree) setDevice(i int32, c Component, v []int32) {
 		}
 	}
 	n.dev[c] = v
+}
+
+// Key buffers of deleted nodes are recycled for new leaves: a serving cache
+// evicts and inserts keys of similar sizes all the time, and copying into
+// resident memory is several times cheaper than into fresh pages. A node's
+// key region is its own (split prefixes are capped with a 3-index slice),
+// so reusing it cannot overwrite another node's key. Buffers are kept in
+// power-of-two classes by capacity, bounded in total.
+const (
+	keyPoolMinWords = 64
+	keyPoolMaxWords = 1 << 24
+)
+
+func (t *Tree) recycleKey(k []uint32) {
+	c := cap(k)
+	if c < keyPoolMinWords || t.keyPoolWords+c > keyPoolMaxWords {
+		return
+	}
+	class := bits.Len(uint(c)) - 1 // 2^class <= c
+	t.keyPool[class] = append(t.keyPool[class], k[:0])
+	t.keyPoolWords += c
+}
+
+// newKey returns a copy of words in a recycled or fresh buffer.
+func (t *Tree) newKey(words []uint32) []uint32 {
+	n := len(words)
+	if n >= keyPoolMinWords {
+		class := bits.Len(uint(n - 1)) // 2^class >= n
+		if class < len(t.keyPool) {
+			if p := t.keyPool[class]; len(p) > 0 {
+				k := p[len(p)-1]
+				p[len(p)-1] = nil
+				t.keyPool[class] = p[:len(p)-1]
+				t.keyPoolWords -= cap(k)
+				return append(k, words...)
+			}
+		}
+	}
+	return append([]uint32(nil), words...)
 }

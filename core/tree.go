@@ -49,6 +49,9 @@ type Tree struct {
 
 	events []Event
 
+	keyPool      [40][][]uint32 // recycled key buffers by capacity class
+	keyPoolWords int
+
 	keyScratch []uint32
 	hashBuf    []byte
 	path       []int32
@@ -123,7 +126,7 @@ func (t *Tree) Reset() {
 	t.protected = [numComponents]int{}
 	t.dset = t.dset[:0]
 	clear(t.receipts)
-	t.ins = insertState{key: t.ins.key[:0], value: t.ins.value[:0]}
+	t.ins = insertState{keyBuf: t.ins.keyBuf[:0], valBuf: t.ins.valBuf[:0]}
 	t.walk = evictWalk{heap: t.walk.heap[:0]}
 	t.broken = nil
 	t.initRoot()
