@@ -80,12 +80,19 @@ func (t *Tree) heapEntry(i int32) heapEntry {
 // whose parent thereby becomes a leaf makes the parent a candidate.
 // Errors: ErrNoEviction, ErrBroken.
 func (t *Tree) EvictNext() (EvictStep, error) {
+	st, _, err := t.evictNext(nil)
+	return st, err
+}
+
+// evictNext is EvictNext appending the step's actions to dst; the step's
+// Actions are the appended part.
+func (t *Tree) evictNext(dst []Action) (EvictStep, []Action, error) {
 	w := &t.walk
 	if !w.active {
-		return EvictStep{}, ErrNoEviction
+		return EvictStep{}, dst, ErrNoEviction
 	}
 	if err := t.checkUsable(); err != nil {
-		return EvictStep{}, err
+		return EvictStep{}, dst, err
 	}
 	if p := w.lastParent; p != nilIdx {
 		w.lastParent = nilIdx
@@ -94,7 +101,7 @@ func (t *Tree) EvictNext() (EvictStep, error) {
 		}
 	}
 	if w.freed >= w.want {
-		return EvictStep{Done: true}, nil
+		return EvictStep{Done: true}, dst, nil
 	}
 	for len(w.heap) > 0 {
 		var e heapEntry
@@ -108,11 +115,13 @@ func (t *Tree) EvictNext() (EvictStep, error) {
 		if t.cfg.policy.onEvict != nil {
 			t.cfg.policy.onEvict(t, n)
 		}
-		acts, freed := t.deleteDeviceLeaf(e.idx, nil)
+		mark := len(dst)
+		var freed int
+		dst, freed = t.deleteDeviceLeaf(e.idx, dst)
 		w.freed += freed
-		return EvictStep{Node: id, Freed: freed, Actions: acts}, nil
+		return EvictStep{Node: id, Freed: freed, Actions: dst[mark:len(dst):len(dst)]}, dst, nil
 	}
-	return EvictStep{Done: true}, nil
+	return EvictStep{Done: true}, dst, nil
 }
 
 // EvictEnd finishes the eviction walk (idempotent).
@@ -136,11 +145,12 @@ func (t *Tree) Evict(c Component, want int, dst []Action) ([]Action, int, error)
 	defer t.EvictEnd()
 	freed := 0
 	for {
-		step, err := t.EvictNext()
+		var step EvictStep
+		var err error
+		step, dst, err = t.evictNext(dst)
 		if err != nil {
 			return dst, freed, err
 		}
-		dst = append(dst, step.Actions...)
 		freed += step.Freed
 		if step.Done {
 			return dst, freed, nil

@@ -154,9 +154,16 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 	if p.PrevPrefixLen < 0 || p.PrevPrefixLen > L {
 		return InsertStep{}, errRange("prev prefix length", p.PrevPrefixLen, L)
 	}
-	for k, s := range p.Slots[:L] {
-		if s < 0 {
-			return InsertStep{}, fmt.Errorf("%w: slot %d at atom %d is negative", ErrInvalidArgument, s, k)
+	// One branch-free pass; search for the culprit only on failure.
+	var or int32
+	for _, s := range p.Slots[:L] {
+		or |= s
+	}
+	if or < 0 {
+		for k, s := range p.Slots[:L] {
+			if s < 0 {
+				return InsertStep{}, fmt.Errorf("%w: slot %d at atom %d is negative", ErrInvalidArgument, s, k)
+			}
 		}
 	}
 

@@ -5,29 +5,6 @@ package core
 // here translate. Key comparison decides match speed, so it lives in one
 // small function that can be tuned per target (see ARCHITECTURE.md).
 
-// mismatch returns the index of the first differing word of a and b, or
-// the shorter length when one is a prefix of the other.
-func mismatch(a, b []uint32) int {
-	n := min(len(a), len(b))
-	a, b = a[:n], b[:n]
-	// Eight words at a time: fewer branches, and the compiler drops the
-	// bounds checks on the fixed-size array views.
-	i := 0
-	for ; i+8 <= n; i += 8 {
-		x := (*[8]uint32)(a[i : i+8])
-		y := (*[8]uint32)(b[i : i+8])
-		if *x != *y {
-			break
-		}
-	}
-	for ; i < n; i++ {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
 // pageHash mixes the words of one page into the edge-map hash. It is a
 // variable so tests can force collisions.
 var pageHash = func(page []uint32) uint64 {

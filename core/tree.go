@@ -107,6 +107,9 @@ func (t *Tree) initRoot() {
 func (t *Tree) Reset() {
 	for i := range t.nodes {
 		n := &t.nodes[i]
+		if n.live {
+			t.recycleKey(n.key)
+		}
 		n.live = false
 		n.key = nil
 		n.hash, n.evHash = nil, nil
