@@ -1,0 +1,236 @@
+package core_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/radixkv/radixkv/core"
+)
+
+// benchKeyLen is the request length of the match and insert benchmarks.
+const benchKeyLen = 4096
+
+// benchKey returns n tokens starting at base (distinct bases give keys
+// that differ from their first token).
+func benchKey(base uint32, n int) []uint32 {
+	k := make([]uint32, n)
+	for j := range k {
+		k[j] = base + uint32(j)
+	}
+	return k
+}
+
+// benchSlots returns n slot indices starting at base.
+func benchSlots(base int32, n int) []int32 {
+	s := make([]int32, n)
+	for j := range s {
+		s[j] = base + int32(j)
+	}
+	return s
+}
+
+func newBenchTree(b *testing.B, page int) *core.Tree {
+	b.Helper()
+	t, err := core.New(core.Config{PageSize: page})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return t
+}
+
+func mustInsert(b *testing.B, t *core.Tree, p core.InsertParams) []core.Action {
+	b.Helper()
+	_, acts, err := t.Insert(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return acts
+}
+
+// reportPerToken adds the ns/token metric for tokens handled per op.
+func reportPerToken(b *testing.B, tokens int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tokens), "ns/token")
+}
+
+// BenchmarkFloor is the physical floor of a match of 4096 cached tokens:
+// compare the key with an equal copy and copy 4096 slot indices into an
+// existing buffer. Match ns/op divided by this ns/op is the match/floor
+// ratio.
+func BenchmarkFloor(b *testing.B) {
+	q := benchKey(1, benchKeyLen)
+	k := slices.Clone(q)
+	vals := benchSlots(0, benchKeyLen)
+	dst := make([]int32, benchKeyLen)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !slices.Equal(q, k) {
+			b.Fatal("keys differ")
+		}
+		copy(dst, vals)
+	}
+	reportPerToken(b, benchKeyLen)
+}
+
+// BenchmarkMatch matches a 4096-token request against a tree that caches
+// all of it (cached=100%) or its first half (cached=50%: the request
+// shares 2048 tokens with two cached 4096-token sequences that diverge
+// there, so the steady-state walk ends on a branching node with no split).
+func BenchmarkMatch(b *testing.B) {
+	for _, page := range []int{1, 16} {
+		for _, cached := range []int{100, 50} {
+			b.Run(fmt.Sprintf("page=%d/cached=%d%%", page, cached), func(b *testing.B) {
+				t := newBenchTree(b, page)
+				key := benchKey(1, benchKeyLen)
+				mustInsert(b, t, core.InsertParams{Tokens: key, Slots: benchSlots(0, benchKeyLen)})
+				q := key
+				want := benchKeyLen
+				if cached == 50 {
+					half := benchKeyLen / 2
+					other := append(slices.Clone(key[:half]), benchKey(1<<20, half)...)
+					mustInsert(b, t, core.InsertParams{Tokens: other, Slots: benchSlots(benchKeyLen, benchKeyLen), PrevPrefixLen: 0})
+					q = append(slices.Clone(key[:half]), benchKey(1<<21, half)...)
+					want = half
+				}
+				dst := make([]int32, 0, benchKeyLen)
+				// One warm-up match performs any split.
+				if r, err := t.Match(dst, core.Namespace{}, q); err != nil || r.DeviceLen != want {
+					b.Fatalf("warm-up match: %d atoms, %v; want %d", r.DeviceLen, err, want)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					r, err := t.Match(dst[:0], core.Namespace{}, q)
+					if err != nil || r.DeviceLen != want {
+						b.Fatalf("match: %d atoms, %v", r.DeviceLen, err)
+					}
+				}
+				reportPerToken(b, benchKeyLen)
+			})
+		}
+	}
+}
+
+// insertBatch is how many distinct keys an insert benchmark inserts into
+// one tree before it empties the tree outside the timer.
+const insertBatch = 256
+
+// BenchmarkInsert inserts 4096 new tokens (a key whose first page is new,
+// so it becomes a new leaf under the root). Every insertBatch inserts the
+// tree is Reset with the timer stopped.
+func BenchmarkInsert(b *testing.B) {
+	for _, page := range []int{1, 16} {
+		b.Run(fmt.Sprintf("page=%d", page), func(b *testing.B) {
+			t := newBenchTree(b, page)
+			keys := make([][]uint32, insertBatch)
+			for k := range keys {
+				keys[k] = benchKey(uint32(k)*benchKeyLen, benchKeyLen)
+			}
+			slots := benchSlots(0, benchKeyLen)
+			k := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if k == insertBatch {
+					b.StopTimer()
+					t.Reset()
+					k = 0
+					b.StartTimer()
+				}
+				if _, _, err := t.Insert(core.InsertParams{Tokens: keys[k], Slots: slots}); err != nil {
+					b.Fatal(err)
+				}
+				k++
+			}
+			reportPerToken(b, benchKeyLen)
+		})
+	}
+}
+
+// BenchmarkInsertCached inserts a 4096-token sequence the tree already
+// holds: prev=all is a request that matched (and locked) all of it, so
+// nothing is freed; prev=0 is one that matched nothing and computed all of
+// it again, so insert hands all 4096 incoming slots back as duplicates.
+func BenchmarkInsertCached(b *testing.B) {
+	for _, page := range []int{1, 16} {
+		for _, prev := range []string{"all", "0"} {
+			b.Run(fmt.Sprintf("page=%d/prev=%s", page, prev), func(b *testing.B) {
+				t := newBenchTree(b, page)
+				key := benchKey(1, benchKeyLen)
+				mustInsert(b, t, core.InsertParams{Tokens: key, Slots: benchSlots(0, benchKeyLen)})
+				p := core.InsertParams{Tokens: key, Slots: benchSlots(benchKeyLen, benchKeyLen)}
+				if prev == "all" {
+					p.PrevPrefixLen = benchKeyLen
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, _, err := t.Insert(p); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportPerToken(b, benchKeyLen)
+			})
+		}
+	}
+}
+
+// evictTreeTokens is the size of the tree BenchmarkEvict1M empties.
+const evictTreeTokens = 1 << 20
+
+// evictLayout lists the sequences of the eviction benchmark's tree:
+// 64 shared 1024-token prefixes (two pages of 512 each) under which leaves
+// of 512 to 4096 tokens hang, with lengths from a fixed cycle, until the
+// tree holds evictTreeTokens tokens.
+func evictLayout() (seqs [][]uint32, prevs []int) {
+	lengths := []int{512, 2048, 1024, 4096, 1536, 3072, 768, 2560}
+	total := 0
+	for k := 0; total < evictTreeTokens; k++ {
+		prefix := k % 64
+		seq := benchKey(uint32(prefix)*1024, 1024)
+		prev := 0
+		if k >= 64 {
+			prev = 1024 // the prefix is already cached
+		} else {
+			total += 1024
+		}
+		n := min(lengths[k%len(lengths)], evictTreeTokens-total)
+		seq = append(seq, benchKey(1<<24+uint32(k)*4096, n)...)
+		total += n
+		seqs = append(seqs, seq)
+		prevs = append(prevs, prev)
+	}
+	return seqs, prevs
+}
+
+// BenchmarkEvict1M evicts every token of a 1M-token tree (about 500
+// leaves of 512 to 4096 tokens under 64 shared prefixes). Building the tree
+// is outside the timer, so this benchmark takes much longer than its
+// reported time.
+func BenchmarkEvict1M(b *testing.B) {
+	const page = 16
+	t := newBenchTree(b, page)
+	seqs, prevs := evictLayout()
+	slots := benchSlots(0, 1024+4096)
+	build := func() {
+		t.Reset()
+		for k, s := range seqs {
+			mustInsert(b, t, core.InsertParams{Tokens: s, Slots: slots, PrevPrefixLen: prevs[k]})
+		}
+		if got := t.Evictable(core.Full); got != evictTreeTokens {
+			b.Fatalf("tree holds %d tokens, want %d", got, evictTreeTokens)
+		}
+	}
+	acts := make([]core.Action, 0, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		build()
+		b.StartTimer()
+		var freed int
+		var err error
+		acts, freed, err = t.Evict(core.Full, evictTreeTokens, acts[:0])
+		if err != nil || freed != evictTreeTokens {
+			b.Fatalf("evicted %d tokens, %v", freed, err)
+		}
+	}
+	b.ReportMetric(float64(len(acts)), "nodes/op")
+	reportPerToken(b, evictTreeTokens)
+}
