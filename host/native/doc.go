@@ -16,15 +16,33 @@
 // is the reference engine the others are compared with.
 //
 // Two more engines implement the same interface on top of the wire format
-// of package abi. The in-process engine encodes each call into a request
-// message, hands it to the dispatcher's Call(req []byte) []byte, and
-// decodes the response (status, result, actions) back into core's types;
-// the WebAssembly engine does the same, but copies the request into the
-// radixkv.wasm module's memory through its alloc export, runs its call
-// export under wazero and reads the response out. Because both sit behind
-// Engine, the controller, the pools and every test here run unchanged on
-// them, and a differential test can drive the direct engine and another
-// one with the same command stream and require identical results.
+// of package abi, sharing one implementation: each call is encoded into a
+// reused request buffer, handed to a guest, and the response (status,
+// result, actions) is decoded back into core's types. An error response
+// becomes a [*RemoteError] that unwraps to core's sentinel, so
+// errors.Is(err, core.ErrStaleNode) works whichever engine reported it;
+// a failure of the guest itself (a trap, a malformed response, an ABI
+// code such as unknown_instance) wraps [ErrGuest]. Each engine creates
+// one cache instance when it is built and destroys it on Close.
+//
+// [NewInProcessEngine] hands the request to a dispatcher of its own
+// (abi/dispatch, the very code the module runs) in this process.
+// [NewWasmEngine] runs the embedded radixkv.wasm under wazero: the module
+// is compiled once per process, through a compilation cache, in the
+// runtime [SharedWasmRuntime] returns ([NewWasmRuntime] and
+// [NewWasmEngineWith] give a runtime of one's own, optionally with an
+// on-disk cache). Each engine instantiates its own module instance
+// (separate linear memory), copies requests into a guest buffer from
+// radixkv_alloc that it reuses and grows, checks every memory access, and
+// closes the instance on Close.
+//
+// Node ids are opaque and specific to an engine: the wire engines XOR
+// the guest's ids with a mask of their own, so a node id or receipt of
+// one engine handed to another is rejected as stale instead of naming a
+// node there. Because all engines sit behind Engine, the controller, the
+// pools and every test here run unchanged on them, and the differential
+// and transcript tests drive all three with the same commands and require
+// identical results, actions, errors and renderings.
 //
 // # Pools
 //
@@ -73,7 +91,8 @@
 // # Locking rules
 //
 //   - Engines and pools are not safe for concurrent use; they are plain
-//     state machines, like core.Tree.
+//     state machines, like core.Tree. WebAssembly engines on one
+//     [WasmRuntime] may be used concurrently, each by one goroutine.
 //   - The Controller is safe for concurrent use. One mutex guards the
 //     engine, the pools, the accounting and the counters; every exported
 //     method takes it for its whole duration, so each lifecycle call is

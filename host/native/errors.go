@@ -39,6 +39,12 @@ var (
 	// ErrCanaryMismatch reports a slot whose bytes are not the canary
 	// record of the prefix it is supposed to hold.
 	ErrCanaryMismatch = errors.New("native: KV canary mismatch")
+	// ErrGuest reports a failure of an engine's guest rather than of the
+	// tree: a trap or a memory access out of range in the WebAssembly
+	// module, a malformed response, or an error code of the ABI itself
+	// (see RemoteError). After a transport failure the engine refuses
+	// further calls with the same error; Close it.
+	ErrGuest = errors.New("native: engine guest failure")
 	// ErrAccounting reports that the slots held by the pool, the tree and
 	// running requests do not add up to the pool's capacity.
 	ErrAccounting = errors.New("native: slot accounting mismatch")

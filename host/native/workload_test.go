@@ -62,132 +62,136 @@ func tolerate(t testing.TB, c *Controller, r *Request, err error) bool {
 }
 
 func TestController_RandomWorkload(t *testing.T) {
-	policies := core.PolicyNames()
-	for seed := uint64(1); seed <= 8; seed++ {
-		page := []int{1, 2, 4}[seed%3]
-		policy := policies[int(seed)%len(policies)]
-		t.Run(fmt.Sprintf("seed=%d/page=%d/%s", seed, page, policy), func(t *testing.T) {
-			const capacity = 96
-			c, kv := newCtl(t, capacity, core.Config{PageSize: page, Policy: policy}, canaryOn)
-			g := newWorkloadGen(seed)
-			rng := g.rng
-			var running []*Request
-			drop := func(k int) { running = append(running[:k], running[k+1:]...) }
+	forEachEngine(t, func(t *testing.T, newEngine engineCtor) {
+		policies := core.PolicyNames()
+		for seed := uint64(1); seed <= 8; seed++ {
+			page := []int{1, 2, 4}[seed%3]
+			policy := policies[int(seed)%len(policies)]
+			t.Run(fmt.Sprintf("seed=%d/page=%d/%s", seed, page, policy), func(t *testing.T) {
+				const capacity = 96
+				c, kv := newCtlOn(t, newEngine, capacity, core.Config{PageSize: page, Policy: policy}, canaryOn)
+				g := newWorkloadGen(seed)
+				rng := g.rng
+				var running []*Request
+				drop := func(k int) { running = append(running[:k], running[k+1:]...) }
 
-			for step := range 1500 {
-				if len(running) == 0 || (len(running) < 6 && rng.IntN(4) == 0) {
-					ns, p := g.prompt()
-					r, err := c.Arrive(ns, p) // verifies the matched slots
-					require.NoError(t, err)
-					running = append(running, r)
-					continue
-				}
-				k := rng.IntN(len(running))
-				r := running[k]
-				switch op := rng.IntN(10); {
-				case op < 3: // prefill a chunk
-					if r.Pending() == 0 {
-						if !tolerate(t, c, r, c.Extend(r, g.tokens(1+rng.IntN(3))...)) {
+				for step := range 1500 {
+					if len(running) == 0 || (len(running) < 6 && rng.IntN(4) == 0) {
+						ns, p := g.prompt()
+						r, err := c.Arrive(ns, p) // verifies the matched slots
+						require.NoError(t, err)
+						running = append(running, r)
+						continue
+					}
+					k := rng.IntN(len(running))
+					r := running[k]
+					switch op := rng.IntN(10); {
+					case op < 3: // prefill a chunk
+						if r.Pending() == 0 {
+							if !tolerate(t, c, r, c.Extend(r, g.tokens(1+rng.IntN(3))...)) {
+								drop(k)
+							}
+							continue
+						}
+						if !tolerate(t, c, r, c.Prefill(r, 1+rng.IntN(r.Pending()))) {
 							drop(k)
 						}
-						continue
-					}
-					if !tolerate(t, c, r, c.Prefill(r, 1+rng.IntN(r.Pending()))) {
+					case op < 5: // cache what is computed so far
+						require.NoError(t, c.FinishChunk(r, rng.IntN(r.Computed()+1)))
+					case op < 6:
+						require.NoError(t, c.Verify(r))
+					case op < 7:
+						require.NoError(t, c.Abort(r))
+						drop(k)
+					default: // finish, computing the rest first
+						if !tolerate(t, c, r, c.Prefill(r, r.Pending())) {
+							drop(k)
+							continue
+						}
+						require.NoError(t, c.Finish(r))
 						drop(k)
 					}
-				case op < 5: // cache what is computed so far
-					require.NoError(t, c.FinishChunk(r, rng.IntN(r.Computed()+1)))
-				case op < 6:
-					require.NoError(t, c.Verify(r))
-				case op < 7:
-					require.NoError(t, c.Abort(r))
-					drop(k)
-				default: // finish, computing the rest first
-					if !tolerate(t, c, r, c.Prefill(r, r.Pending())) {
-						drop(k)
-						continue
+					if step%50 == 0 {
+						require.NoError(t, c.Audit())
 					}
+				}
+				for _, r := range running {
 					require.NoError(t, c.Finish(r))
-					drop(k)
 				}
-				if step%50 == 0 {
-					require.NoError(t, c.Audit())
-				}
-			}
-			for _, r := range running {
-				require.NoError(t, c.Finish(r))
-			}
-			require.NoError(t, c.Audit())
-			ev, pr := sizes(t, c)
-			require.Zero(t, pr, "no locks remain")
-			require.Equal(t, capacity, kv.Available()+ev)
+				require.NoError(t, c.Audit())
+				ev, pr := sizes(t, c)
+				require.Zero(t, pr, "no locks remain")
+				require.Equal(t, capacity, kv.Available()+ev)
 
-			// Every cached prefix still reads back as its own data.
-			for _, d := range g.docs {
-				for _, ns := range g.nss {
-					got, err := c.Match(nil, ns, d)
-					require.NoError(t, err)
-					require.NoError(t, c.VerifyMatch(ns, d, got))
+				// Every cached prefix still reads back as its own data.
+				for _, d := range g.docs {
+					for _, ns := range g.nss {
+						got, err := c.Match(nil, ns, d)
+						require.NoError(t, err)
+						require.NoError(t, c.VerifyMatch(ns, d, got))
+					}
 				}
-			}
-			st := c.Stats()
-			require.Zero(t, st.CanaryMismatches)
-			require.NotZero(t, st.EvictedNodes, "capacity is small enough to force evictions")
-			require.NotZero(t, st.MatchedTokens)
-			require.NotZero(t, st.ChunkFinishes)
-		})
-	}
+				st := c.Stats()
+				require.Zero(t, st.CanaryMismatches)
+				require.NotZero(t, st.EvictedNodes, "capacity is small enough to force evictions")
+				require.NotZero(t, st.MatchedTokens)
+				require.NotZero(t, st.ChunkFinishes)
+			})
+		}
+	})
 }
 
 func TestController_Hammer(t *testing.T) {
-	const (
-		workers  = 8
-		requests = 150
-		capacity = 384
-	)
-	c, kv := newCtl(t, capacity, core.Config{PageSize: 2}, canaryOn)
-	var wg sync.WaitGroup
-	errc := make(chan error, workers+1)
-	stop := make(chan struct{})
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errc <- hammerWorker(c, newWorkloadGen(uint64(100+w)), requests)
-		}()
-	}
-	var auditor sync.WaitGroup
-	auditor.Add(1)
-	go func() { // audits interleave with the workers' calls
-		defer auditor.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := c.Audit(); err != nil {
-				errc <- err
-				return
-			}
-			_ = c.Stats()
+	forEachEngine(t, func(t *testing.T, newEngine engineCtor) {
+		const (
+			workers  = 8
+			requests = 150
+			capacity = 384
+		)
+		c, kv := newCtlOn(t, newEngine, capacity, core.Config{PageSize: 2}, canaryOn)
+		var wg sync.WaitGroup
+		errc := make(chan error, workers+1)
+		stop := make(chan struct{})
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errc <- hammerWorker(c, newWorkloadGen(uint64(100+w)), requests)
+			}()
 		}
-	}()
-	wg.Wait()
-	close(stop)
-	auditor.Wait()
-	close(errc)
-	for err := range errc {
-		require.NoError(t, err)
-	}
-	require.NoError(t, c.Audit())
-	ev, pr := sizes(t, c)
-	require.Zero(t, pr)
-	require.Equal(t, capacity, kv.Available()+ev)
-	st := c.Stats()
-	require.Zero(t, st.CanaryMismatches)
-	require.EqualValues(t, workers*requests, st.Requests)
-	require.EqualValues(t, workers*requests, st.Finished+st.Aborted)
+		var auditor sync.WaitGroup
+		auditor.Add(1)
+		go func() { // audits interleave with the workers' calls
+			defer auditor.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := c.Audit(); err != nil {
+					errc <- err
+					return
+				}
+				_ = c.Stats()
+			}
+		}()
+		wg.Wait()
+		close(stop)
+		auditor.Wait()
+		close(errc)
+		for err := range errc {
+			require.NoError(t, err)
+		}
+		require.NoError(t, c.Audit())
+		ev, pr := sizes(t, c)
+		require.Zero(t, pr)
+		require.Equal(t, capacity, kv.Available()+ev)
+		st := c.Stats()
+		require.Zero(t, st.CanaryMismatches)
+		require.EqualValues(t, workers*requests, st.Requests)
+		require.EqualValues(t, workers*requests, st.Finished+st.Aborted)
+	})
 }
 
 func hammerWorker(c *Controller, g *workloadGen, n int) error {

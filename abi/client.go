@@ -1,0 +1,72 @@
+package abi
+
+import "github.com/radixkv/radixkv/core"
+
+// DecodeMatchResponse is [DecodeResponse] for a host that reuses its
+// index buffer: when b is a successful match response, the matched
+// indices are appended to dst (no allocation when dst has room) and
+// r.Match.Indices is the result, r.Match.DeviceLen the number appended.
+// Any other response (another op, or an error) decodes exactly as
+// DecodeResponse decodes it, and dst is not used.
+func DecodeMatchResponse(r *Response, b []byte, dst []int32) error {
+	if len(b) < ResponseHeaderSize || le.Uint32(b) != ResponseMagic ||
+		le.Uint16(b[4:]) != Version || Op(le.Uint16(b[6:])) != OpMatch ||
+		Status(le.Uint16(b[8:])) != StatusOK {
+		return DecodeResponse(r, b)
+	}
+	*r = Response{}
+	d := reader{b: b, off: 6}
+	r.Op = Op(d.u16("op"))
+	r.Status = Status(d.u16("status"))
+	r.Code = Code(d.u16("code"))
+	r.Instance = d.u32("instance")
+	r.ID = d.u64("request_id")
+	m := &r.Match
+	base := len(dst)
+	m.Indices = d.appendI32s("indices", dst)
+	m.DeviceLen = len(m.Indices) - base
+	m.LastDevice = core.NodeID(d.u64("last_device"))
+	m.LastHost = core.NodeID(d.u64("last_host"))
+	m.Best = core.NodeID(d.u64("best"))
+	m.HostHitLen = int(d.i32("host_hit_len"))
+	m.SWAHostHitLen = int(d.i32("swa_host_hit_len"))
+	m.SWABranchingSeqlen = int(d.i32("swa_branching_seqlen"))
+	m.MambaHostHitLen = int(d.i32("mamba_host_hit_len"))
+	m.MambaBranchingSeqlen = int(d.i32("mamba_branching_seqlen"))
+	m.FullKVHitLen = int(d.i32("full_kv_hit_len"))
+	r.Actions = d.actions()
+	d.end()
+	if d.err != nil {
+		m.Indices = dst
+		m.DeviceLen = 0
+		return d.err
+	}
+	return nil
+}
+
+// appendI32s decodes an i32 array and appends it to dst.
+func (r *reader) appendI32s(field string, dst []int32) []int32 {
+	n := r.count(field, 4)
+	b := r.take(field, 4*n)
+	if n == 0 {
+		return dst
+	}
+	k := len(dst)
+	dst = growI32(dst, n)
+	out := dst[k:]
+	for i := range out {
+		out[i] = int32(le.Uint32(b[4*i:]))
+	}
+	return dst
+}
+
+// growI32 lengthens dst by n elements, reallocating only when its
+// capacity is short.
+func growI32(dst []int32, n int) []int32 {
+	if cap(dst)-len(dst) < n {
+		nd := make([]int32, len(dst), len(dst)+n)
+		copy(nd, dst)
+		dst = nd
+	}
+	return dst[:len(dst)+n]
+}

@@ -1,0 +1,272 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/radixkv/radixkv/abi"
+	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/wasmmod"
+)
+
+// WasmRuntime is a wazero runtime with WASI preview 1 and the embedded
+// radixkv.wasm module compiled in it. Compiling the module is the
+// expensive step (hundreds of milliseconds for its few megabytes of
+// code); instantiating it is cheap, so one WasmRuntime serves any number
+// of engines, each with a module instance of its own.
+//
+// A WasmRuntime is safe for concurrent use. Most programs need only the
+// process-wide one that [NewWasmEngine] uses ([SharedWasmRuntime]).
+type WasmRuntime struct {
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	cache    wazero.CompilationCache
+	modCfg   wazero.ModuleConfig
+}
+
+// WasmRuntimeConfig configures [NewWasmRuntime].
+type WasmRuntimeConfig struct {
+	// CacheDir, when set, keeps the compiled module in this directory
+	// (created when missing), so later processes skip compilation. The
+	// directory's contents are specific to the wazero version; guard it
+	// from outside changes. Empty means an in-memory cache only.
+	CacheDir string
+}
+
+// NewWasmRuntime creates a runtime, instantiates WASI preview 1 in it and
+// compiles the embedded module through a compilation cache.
+// Errors: ErrGuest wrapping wazero's error.
+func NewWasmRuntime(ctx context.Context, cfg WasmRuntimeConfig) (*WasmRuntime, error) {
+	var cache wazero.CompilationCache
+	if cfg.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: compilation cache: %w", ErrGuest, err)
+		}
+		cache = c
+	} else {
+		cache = wazero.NewCompilationCache()
+	}
+	r, err := newWasmRuntime(ctx, cache)
+	if err != nil {
+		_ = cache.Close(ctx)
+		return nil, err
+	}
+	return r, nil
+}
+
+// newWasmRuntime builds a runtime on cache, which the runtime closes.
+func newWasmRuntime(ctx context.Context, cache wazero.CompilationCache) (*WasmRuntime, error) {
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("%w: instantiating WASI: %w", ErrGuest, err)
+	}
+	compiled, err := rt.CompileModule(ctx, wasmmod.Module)
+	if err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("%w: compiling radixkv.wasm: %w", ErrGuest, err)
+	}
+	return &WasmRuntime{
+		rt: rt, compiled: compiled, cache: cache,
+		// Anonymous instances, so any number can coexist; a reactor
+		// module runs _initialize, never _start.
+		modCfg: wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize"),
+	}, nil
+}
+
+// Close releases the runtime, every module instance in it (engines made
+// from it then fail with ErrGuest) and its compilation cache (the
+// directory's contents stay).
+func (r *WasmRuntime) Close(ctx context.Context) error {
+	return errors.Join(r.rt.Close(ctx), r.cache.Close(ctx))
+}
+
+var sharedWasm = sync.OnceValues(func() (*WasmRuntime, error) {
+	return NewWasmRuntime(context.Background(), WasmRuntimeConfig{})
+})
+
+// SharedWasmRuntime returns the process-wide runtime, created and
+// compiled on first use and kept for the life of the process. Do not
+// Close it.
+func SharedWasmRuntime() (*WasmRuntime, error) { return sharedWasm() }
+
+// WasmOptions configures [NewWasmEngineWith].
+type WasmOptions struct {
+	// Runtime to instantiate the module in; nil means SharedWasmRuntime.
+	Runtime *WasmRuntime
+}
+
+// NewWasmEngine returns an Engine that runs the tree inside the embedded
+// radixkv.wasm module under wazero, in a module instance of its own
+// (instances share compiled code, never memory), speaking the ABI of
+// abi/SPEC.md. It is NewWasmEngineWith with a background context and the
+// shared runtime.
+func NewWasmEngine(cfg core.Config) (Engine, error) {
+	return NewWasmEngineWith(context.Background(), cfg, WasmOptions{})
+}
+
+// NewWasmEngineWith is NewWasmEngine with a context and options. ctx is
+// used for instantiation and kept for every later call into the module
+// (the Engine interface has no context of its own); the runtime's
+// defaults never cancel a call.
+//
+// Each call copies the request into a guest buffer from radixkv_alloc
+// (allocated once, grown when a request does not fit, freed by Close),
+// runs radixkv_call and decodes the response straight out of the
+// module's memory; every memory access is bounds-checked. Results,
+// actions and errors are those of [NewInProcessEngine], byte for byte.
+// The engine is not safe for concurrent use; engines on one runtime may
+// run concurrently.
+// Errors: ErrGuest when the module cannot be instantiated or does not
+// speak this ABI version; otherwise those of core.New.
+func NewWasmEngineWith(ctx context.Context, cfg core.Config, opts WasmOptions) (Engine, error) {
+	rt := opts.Runtime
+	if rt == nil {
+		var err error
+		if rt, err = SharedWasmRuntime(); err != nil {
+			return nil, err
+		}
+	}
+	g, err := rt.instantiate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := newWireEngine(cfg, g)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// wasmGuest is one module instance: the transport of a WebAssembly
+// engine.
+type wasmGuest struct {
+	ctx                  context.Context
+	mod                  api.Module
+	mem                  api.Memory
+	alloc, free, callFun api.Function
+	stack                []uint64
+
+	buf    uint32 // request buffer in guest memory (0: none yet)
+	bufCap uint32
+}
+
+// initialRequestBuffer fits a match of about 16k tokens before growing.
+const initialRequestBuffer = 64 << 10
+
+func (r *WasmRuntime) instantiate(ctx context.Context) (*wasmGuest, error) {
+	mod, err := r.rt.InstantiateModule(ctx, r.compiled, r.modCfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: instantiating radixkv.wasm: %w", ErrGuest, err)
+	}
+	g := &wasmGuest{
+		ctx: ctx, mod: mod, mem: mod.Memory(),
+		alloc: mod.ExportedFunction("radixkv_alloc"), free: mod.ExportedFunction("radixkv_free"),
+		callFun: mod.ExportedFunction("radixkv_call"), stack: make([]uint64, 2),
+	}
+	version := mod.ExportedFunction("radixkv_abi_version")
+	if g.mem == nil || g.alloc == nil || g.free == nil || g.callFun == nil || version == nil {
+		_ = mod.Close(ctx)
+		return nil, fmt.Errorf("%w: radixkv.wasm lacks the memory or a radixkv_* export", ErrGuest)
+	}
+	if err := version.CallWithStack(ctx, g.stack); err != nil {
+		_ = mod.Close(ctx)
+		return nil, fmt.Errorf("%w: radixkv_abi_version: %w", ErrGuest, err)
+	}
+	if v := uint32(g.stack[0]); v != uint32(abi.Version) {
+		_ = mod.Close(ctx)
+		return nil, fmt.Errorf("%w: radixkv.wasm speaks ABI version %d, this host %d", ErrGuest, v, abi.Version)
+	}
+	if err := g.grow(initialRequestBuffer); err != nil {
+		_ = mod.Close(ctx)
+		return nil, err
+	}
+	return g, nil
+}
+
+// grow replaces the request buffer by one of at least n bytes: the new
+// buffer is allocated before the old one is freed, so a failure leaves
+// the old one in place.
+func (g *wasmGuest) grow(n uint32) error {
+	size := max(n, initialRequestBuffer)
+	if g.bufCap > 0 && uint64(g.bufCap)*2 <= math.MaxUint32 {
+		size = max(size, 2*g.bufCap)
+	}
+	g.stack[0] = uint64(size)
+	if err := g.alloc.CallWithStack(g.ctx, g.stack); err != nil {
+		return fmt.Errorf("radixkv_alloc(%d): %w", size, err)
+	}
+	ptr := uint32(g.stack[0])
+	if ptr == 0 {
+		return fmt.Errorf("radixkv_alloc(%d) returned 0", size)
+	}
+	if _, ok := g.mem.Read(ptr, size); !ok {
+		return fmt.Errorf("radixkv_alloc(%d) returned 0x%x, outside the %d bytes of memory", size, ptr, g.mem.Size())
+	}
+	if err := g.release(); err != nil {
+		return err
+	}
+	g.buf, g.bufCap = ptr, size
+	return nil
+}
+
+// release frees the request buffer.
+func (g *wasmGuest) release() error {
+	if g.buf == 0 {
+		return nil
+	}
+	g.stack[0] = uint64(g.buf)
+	g.buf, g.bufCap = 0, 0
+	if err := g.free.CallWithStack(g.ctx, g.stack); err != nil {
+		return fmt.Errorf("radixkv_free: %w", err)
+	}
+	return nil
+}
+
+func (g *wasmGuest) call(req []byte) ([]byte, error) {
+	if g.mod == nil {
+		return nil, errors.New("module instance closed")
+	}
+	if uint64(len(req)) > math.MaxUint32 {
+		return nil, fmt.Errorf("request of %d bytes exceeds 32-bit memory", len(req))
+	}
+	n := uint32(len(req))
+	if n > g.bufCap {
+		if err := g.grow(n); err != nil {
+			return nil, err
+		}
+	}
+	if !g.mem.Write(g.buf, req) {
+		return nil, fmt.Errorf("writing %d request bytes at 0x%x: out of range", n, g.buf)
+	}
+	g.stack[0], g.stack[1] = uint64(g.buf), uint64(n)
+	if err := g.callFun.CallWithStack(g.ctx, g.stack); err != nil {
+		return nil, fmt.Errorf("radixkv_call: %w", err)
+	}
+	ptr, size := uint32(g.stack[0]>>32), uint32(g.stack[0])
+	out, ok := g.mem.Read(ptr, size)
+	if !ok {
+		return nil, fmt.Errorf("response at 0x%x+%d is outside the %d bytes of memory", ptr, size, g.mem.Size())
+	}
+	return out, nil
+}
+
+// close frees the request buffer and closes the module instance, which
+// releases its memory.
+func (g *wasmGuest) close() error {
+	if g.mod == nil {
+		return nil
+	}
+	err := g.release()
+	err = errors.Join(err, g.mod.Close(g.ctx))
+	g.mod = nil
+	return err
+}

@@ -1,0 +1,454 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"github.com/radixkv/radixkv/abi"
+	"github.com/radixkv/radixkv/core"
+)
+
+// transport carries one encoded request to a guest (the in-process
+// dispatcher, or the WebAssembly module) and returns its response.
+//
+// The response may be a view into guest memory: it is valid until the
+// next call, and the wire engine decodes it before making another.
+type transport interface {
+	call(req []byte) ([]byte, error)
+	close() error
+}
+
+// RemoteError is an error response from an engine's guest: the ABI op
+// that failed, the wire code and the guest's message.
+//
+// Codes that stand for core's sentinels unwrap to them, so
+// errors.Is(err, core.ErrStaleNode) holds for a stale handle whichever
+// engine reported it; codes of the ABI itself (internal, unknown
+// instance, malformed, ...) unwrap to [ErrGuest].
+type RemoteError struct {
+	Op      abi.Op
+	Code    abi.Code
+	Message string
+}
+
+// Error returns the guest's message. For an error of the tree it is the
+// message core itself gives (node ids in the engine's form).
+func (e *RemoteError) Error() string {
+	if codeSentinel(e.Code) != nil {
+		return e.Message
+	}
+	return "native: guest " + e.Op.String() + ": " + e.Code.String() + ": " + e.Message
+}
+
+// Unwrap returns the core sentinel of the code, or ErrGuest.
+func (e *RemoteError) Unwrap() error {
+	if s := codeSentinel(e.Code); s != nil {
+		return s
+	}
+	return ErrGuest
+}
+
+// codeSentinel maps a wire code to core's sentinel error (nil for the
+// ABI's own codes).
+func codeSentinel(c abi.Code) error {
+	switch c {
+	case abi.CodeUnsupported:
+		return core.ErrUnsupported
+	case abi.CodeInvalidConfig:
+		return core.ErrInvalidConfig
+	case abi.CodeUnknownPolicy:
+		return core.ErrUnknownPolicy
+	case abi.CodeInvalidArgument:
+		return core.ErrInvalidArgument
+	case abi.CodeStaleNode:
+		return core.ErrStaleNode
+	case abi.CodeReceipt:
+		return core.ErrReceipt
+	case abi.CodeInsertInFlight:
+		return core.ErrInsertInFlight
+	case abi.CodeNoInsert:
+		return core.ErrNoInsert
+	case abi.CodeEvictionInFlight:
+		return core.ErrEvictionInFlight
+	case abi.CodeNoEviction:
+		return core.ErrNoEviction
+	case abi.CodeBusy:
+		return core.ErrBusy
+	case abi.CodeBroken:
+		return core.ErrBroken
+	case abi.CodeSanity:
+		return core.ErrSanity
+	}
+	return nil
+}
+
+// engineSeq numbers wire engines; each gets a distinct node-id mask.
+var engineSeq atomic.Uint32
+
+// engineMask returns the node-id mask of the n-th wire engine: a fixed
+// bijective mix of n (so distinct engines have distinct, non-zero masks)
+// in the high 32 bits, where node ids keep their generation.
+func engineMask(n uint32) uint64 {
+	n ^= n >> 15
+	n *= 0x2c1b3c6d
+	n ^= n >> 12
+	n *= 0x297a2d39
+	n ^= n >> 15
+	return uint64(n) << 32
+}
+
+// wireEngine implements Engine on the ABI: it encodes each call with
+// package abi, hands the bytes to a transport and decodes the response
+// into core's types. It owns one cache instance of its guest.
+//
+// Node ids are handed to callers in the guest's wire form XORed with a
+// mask of this engine (in the generation bits). A guest gives every
+// cache instance a tag of its own, but two guests (two module instances,
+// two dispatchers) both number their first instance 1; the mask makes
+// ids of different engines differ too, so an id from another engine is
+// rejected as core.ErrStaleNode instead of naming a node here.
+type wireEngine struct {
+	cfg    core.Config
+	tr     transport
+	handle uint32
+	mask   uint64
+	nextID uint64
+	closed bool
+	// failed is set when the transport failed (a trap, a memory access
+	// out of range, a malformed response); the engine refuses further
+	// work with it.
+	failed error
+
+	q   abi.Request
+	r   abi.Response
+	req []byte
+}
+
+// newWireEngine creates a cache instance with cfg on tr. On failure it
+// closes tr.
+func newWireEngine(cfg core.Config, tr transport) (*wireEngine, error) {
+	if err := wireConfigFits(cfg); err != nil {
+		_ = tr.close()
+		return nil, err
+	}
+	cfg.Components = append([]core.Component(nil), cfg.Components...)
+	e := &wireEngine{cfg: cfg, tr: tr, mask: engineMask(engineSeq.Add(1)), req: make([]byte, 0, 4096)}
+	e.q.Config = cfg
+	if err := e.roundTrip(abi.OpCreate); err != nil {
+		_ = tr.close()
+		return nil, err
+	}
+	e.q.Config = core.Config{}
+	e.handle = e.r.Handle
+	return e, nil
+}
+
+// wireConfigFits rejects configurations whose fields the wire format
+// cannot carry unchanged (the direct engine would see the true value).
+func wireConfigFits(cfg core.Config) error {
+	switch {
+	case cfg.PageSize < 0 || int64(cfg.PageSize) > math.MaxUint32:
+		return fmt.Errorf("%w: page size %d is out of range", core.ErrInvalidConfig, cfg.PageSize)
+	case len(cfg.Components) > math.MaxUint8:
+		return fmt.Errorf("%w: %d components listed", core.ErrInvalidConfig, len(cfg.Components))
+	case int64(cfg.WriteThroughThreshold) != int64(int32(cfg.WriteThroughThreshold)):
+		return fmt.Errorf("%w: write-through threshold %d is out of range", core.ErrInvalidConfig, cfg.WriteThroughThreshold)
+	}
+	return nil
+}
+
+// toWire and fromWire convert node ids between the caller's form and the
+// wire form (an XOR: each is the other's inverse; 0 stays 0).
+func (e *wireEngine) toWire(id core.NodeID) core.NodeID {
+	if id == 0 {
+		return 0
+	}
+	return id ^ core.NodeID(e.mask)
+}
+
+func (e *wireEngine) fromWire(id core.NodeID) core.NodeID { return e.toWire(id) }
+
+// usable reports why the engine cannot take a call.
+func (e *wireEngine) usable() error {
+	if e.closed {
+		return errEngineClosed
+	}
+	return e.failed
+}
+
+// roundTrip sends e.q as op and decodes the answer into e.r. It returns
+// the guest's error response as a *RemoteError (e.r.Actions still holds
+// the actions that came with it, in caller form), and a transport or
+// decoding failure as an ErrGuest error that also disables the engine.
+func (e *wireEngine) roundTrip(op abi.Op) error {
+	return e.roundTripMatch(op, nil)
+}
+
+// roundTripMatch is roundTrip that appends a match's indices to dst.
+func (e *wireEngine) roundTripMatch(op abi.Op, dst []int32) error {
+	e.nextID++
+	q := &e.q
+	q.Op, q.ID = op, e.nextID
+	q.Instance = e.handle
+	if op == abi.OpCreate {
+		q.Instance = 0
+	}
+	e.req = abi.AppendRequest(e.req[:0], q)
+	out, err := e.tr.call(e.req)
+	if err != nil {
+		e.failed = fmt.Errorf("%w: %s: %w", ErrGuest, op, err)
+		return e.failed
+	}
+	r := &e.r
+	if op == abi.OpMatch {
+		err = abi.DecodeMatchResponse(r, out, dst)
+	} else {
+		err = abi.DecodeResponse(r, out)
+	}
+	switch {
+	case err != nil:
+		e.failed = fmt.Errorf("%w: %s: undecodable response: %w", ErrGuest, op, err)
+		return e.failed
+	case r.ID != q.ID || r.Instance != q.Instance || (r.Op != op && r.Status == abi.StatusOK):
+		e.failed = fmt.Errorf("%w: %s: response %s id=%d instance=%d does not answer request id=%d instance=%d",
+			ErrGuest, op, r.Op, r.ID, r.Instance, q.ID, q.Instance)
+		return e.failed
+	}
+	e.actionsFromWire(r.Actions)
+	if r.Status != abi.StatusOK {
+		return &RemoteError{Op: op, Code: r.Code, Message: r.Message}
+	}
+	return nil
+}
+
+func (e *wireEngine) actionsFromWire(acts []core.Action) {
+	for i := range acts {
+		a := &acts[i]
+		a.Node = e.fromWire(a.Node)
+		for k, id := range a.Nodes {
+			a.Nodes[k] = e.fromWire(id)
+		}
+	}
+}
+
+func (e *wireEngine) insertFromWire(ir core.InsertResult) core.InsertResult {
+	ir.LastDevice = e.fromWire(ir.LastDevice)
+	return ir
+}
+
+func (e *wireEngine) Config() core.Config {
+	c := e.cfg
+	c.Components = append([]core.Component(nil), e.cfg.Components...)
+	return c
+}
+
+func (e *wireEngine) Match(dst []int32, ns core.Namespace, tokens []uint32) (core.MatchResult, error) {
+	if err := e.usable(); err != nil {
+		return core.MatchResult{Indices: dst}, err
+	}
+	e.q.Insert.Namespace, e.q.Insert.Tokens = ns, tokens
+	err := e.roundTripMatch(abi.OpMatch, dst)
+	e.q.Insert = core.InsertParams{}
+	if err != nil {
+		return core.MatchResult{Indices: dst, SWABranchingSeqlen: -1, MambaBranchingSeqlen: -1, Actions: e.r.Actions}, err
+	}
+	m := e.r.Match
+	m.LastDevice, m.LastHost, m.Best = e.fromWire(m.LastDevice), e.fromWire(m.LastHost), e.fromWire(m.Best)
+	m.Actions = e.r.Actions
+	return m, nil
+}
+
+// insertFits rejects insert parameters the wire cannot carry unchanged.
+func insertFits(p *core.InsertParams) error {
+	if int64(p.PrevPrefixLen) != int64(int32(p.PrevPrefixLen)) {
+		return fmt.Errorf("%w: prev prefix length %d is out of range", core.ErrInvalidArgument, p.PrevPrefixLen)
+	}
+	return nil
+}
+
+func (e *wireEngine) Insert(p core.InsertParams) (core.InsertResult, []core.Action, error) {
+	if err := e.usable(); err != nil {
+		return core.InsertResult{}, nil, err
+	}
+	if err := insertFits(&p); err != nil {
+		return core.InsertResult{}, nil, err
+	}
+	e.q.Insert = p
+	err := e.roundTrip(abi.OpInsert)
+	e.q.Insert = core.InsertParams{}
+	if err != nil {
+		return core.InsertResult{}, e.r.Actions, err
+	}
+	return e.insertFromWire(e.r.Insert), e.r.Actions, nil
+}
+
+func (e *wireEngine) insertStep(op abi.Op) (core.InsertStep, error) {
+	err := e.roundTrip(op)
+	e.q.Insert = core.InsertParams{}
+	if err != nil {
+		return core.InsertStep{Actions: e.r.Actions}, err
+	}
+	return core.InsertStep{Actions: e.r.Actions, Done: e.r.Done, Result: e.insertFromWire(e.r.Insert)}, nil
+}
+
+func (e *wireEngine) BeginInsert(p core.InsertParams) (core.InsertStep, error) {
+	if err := e.usable(); err != nil {
+		return core.InsertStep{}, err
+	}
+	if err := insertFits(&p); err != nil {
+		return core.InsertStep{}, err
+	}
+	e.q.Insert = p
+	return e.insertStep(abi.OpBeginInsert)
+}
+
+func (e *wireEngine) ResumeInsert() (core.InsertStep, error) {
+	if err := e.usable(); err != nil {
+		return core.InsertStep{}, err
+	}
+	return e.insertStep(abi.OpResumeInsert)
+}
+
+func (e *wireEngine) EndInsert() ([]core.Action, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	err := e.roundTrip(abi.OpEndInsert)
+	return e.r.Actions, err
+}
+
+func (e *wireEngine) Lock(node core.NodeID, skip core.ComponentSet) (core.Receipt, error) {
+	if err := e.usable(); err != nil {
+		return core.Receipt{}, err
+	}
+	e.q.Node, e.q.Skip = e.toWire(node), skip
+	err := e.roundTrip(abi.OpLock)
+	e.q.Node, e.q.Skip = 0, 0
+	if err != nil {
+		return core.Receipt{}, err
+	}
+	rc := e.r.Receipt
+	rc.Node = e.fromWire(rc.Node)
+	return rc, nil
+}
+
+func (e *wireEngine) Unlock(node core.NodeID, r core.Receipt, skipSWA bool) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	r.Node = e.toWire(r.Node)
+	e.q.Node, e.q.Receipt, e.q.SkipSWA = e.toWire(node), r, skipSWA
+	err := e.roundTrip(abi.OpUnlock)
+	e.q.Node, e.q.Receipt, e.q.SkipSWA = 0, core.Receipt{}, false
+	return err
+}
+
+func (e *wireEngine) Evict(c core.Component, want int, dst []core.Action) ([]core.Action, int, error) {
+	if err := e.usable(); err != nil {
+		return dst, 0, err
+	}
+	e.q.Component, e.q.Want = c, int64(want)
+	err := e.roundTrip(abi.OpEvict)
+	e.q.Component, e.q.Want = 0, 0
+	dst = append(dst, e.r.Actions...)
+	if err != nil {
+		return dst, 0, err
+	}
+	return dst, int(e.r.Freed), nil
+}
+
+func (e *wireEngine) EvictStart(c core.Component, want int) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	e.q.Component, e.q.Want = c, int64(want)
+	err := e.roundTrip(abi.OpEvictStart)
+	e.q.Component, e.q.Want = 0, 0
+	return err
+}
+
+func (e *wireEngine) EvictNext() (core.EvictStep, error) {
+	if err := e.usable(); err != nil {
+		return core.EvictStep{}, err
+	}
+	if err := e.roundTrip(abi.OpEvictNext); err != nil {
+		return core.EvictStep{Actions: e.r.Actions}, err
+	}
+	r := &e.r
+	return core.EvictStep{Node: e.fromWire(r.Node), Freed: int(r.Freed), Actions: r.Actions, Done: r.Done}, nil
+}
+
+func (e *wireEngine) EvictEnd() error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	return e.roundTrip(abi.OpEvictEnd)
+}
+
+// stats fetches the instance's sizes (one call answers every component).
+func (e *wireEngine) stats() (*abi.Stats, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	if err := e.roundTrip(abi.OpStats); err != nil {
+		return nil, err
+	}
+	return &e.r.Stats, nil
+}
+
+func (e *wireEngine) Evictable(c core.Component) (int, error) {
+	s, err := e.stats()
+	if err != nil || int(c) >= len(s.Evictable) {
+		return 0, err
+	}
+	return int(s.Evictable[c]), nil
+}
+
+func (e *wireEngine) Protected(c core.Component) (int, error) {
+	s, err := e.stats()
+	if err != nil || int(c) >= len(s.Protected) {
+		return 0, err
+	}
+	return int(s.Protected[c]), nil
+}
+
+func (e *wireEngine) SanityCheck() error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	return e.roundTrip(abi.OpSanityCheck)
+}
+
+func (e *wireEngine) Render() (string, error) {
+	if err := e.usable(); err != nil {
+		return "", err
+	}
+	if err := e.roundTrip(abi.OpRender); err != nil {
+		return "", err
+	}
+	return e.r.Text, nil
+}
+
+func (e *wireEngine) Reset() error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	return e.roundTrip(abi.OpReset)
+}
+
+// Close destroys the cache instance and releases the transport (for the
+// WebAssembly engine, the module instance). Closing twice is harmless.
+func (e *wireEngine) Close() error {
+	if e.closed {
+		return nil
+	}
+	var err error
+	if e.failed == nil {
+		err = e.roundTrip(abi.OpDestroy)
+	}
+	e.closed = true
+	e.r = abi.Response{}
+	return errors.Join(err, e.tr.close())
+}
