@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,18 +11,15 @@ import (
 // engineNames lists the values --engine accepts.
 var engineNames = []string{"wasm", "inprocess", "direct"}
 
-// errEngineUnavailable reports an engine this build does not provide.
-var errEngineUnavailable = errors.New("not available in this build")
-
 // newEngine builds the named engine over a tree configured by cfg.
 func newEngine(name string, cfg core.Config) (native.Engine, error) {
 	switch name {
 	case "direct":
 		return native.NewDirectEngine(cfg)
 	case "wasm":
-		return nil, fmt.Errorf("engine wasm: %w (host/native has no WebAssembly engine yet; use --engine direct)", errEngineUnavailable)
+		return native.NewWasmEngine(cfg)
 	case "inprocess":
-		return nil, fmt.Errorf("engine inprocess: %w (host/native has no in-process ABI engine yet; use --engine direct)", errEngineUnavailable)
+		return native.NewInProcessEngine(cfg)
 	}
 	return nil, fmt.Errorf("unknown engine %q (known: wasm, inprocess, direct)", name)
 }

@@ -57,13 +57,6 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	}
 	rep := &report{Engine: s.engine, Workload: l.source}
 	eng, err := newEngine(s.engine, cfg)
-	if errors.Is(err, errEngineUnavailable) && !s.explicit["engine"] {
-		// The default engine is missing from this build: say so and
-		// use the reference engine rather than fail the first run.
-		rep.EngineNote = fmt.Sprintf("the default engine %s is %v", s.engine, errEngineUnavailable)
-		s.engine, rep.Engine = "direct", "direct"
-		eng, err = newEngine(s.engine, cfg)
-	}
 	if err != nil {
 		return nil, err
 	}
