@@ -61,8 +61,10 @@ func (k ActionKind) deferrable() bool {
 }
 
 // Action is one unit of work for the host. Which fields are set depends on
-// Kind (see each kind's doc). Slots may alias tree memory that the tree no
-// longer uses, or the caller's own input; the host may keep it.
+// Kind (see each kind's doc). Slots are valid until the next call on the
+// tree: they may alias the caller's own input (Insert's duplicate frees)
+// or a tree-owned buffer that the next eviction reuses. Execute actions
+// right away, or copy Slots to keep them.
 type Action struct {
 	Kind      ActionKind
 	Component Component

@@ -80,6 +80,7 @@ func (t *Tree) heapEntry(i int32) heapEntry {
 // whose parent thereby becomes a leaf makes the parent a candidate.
 // Errors: ErrNoEviction, ErrBroken.
 func (t *Tree) EvictNext() (EvictStep, error) {
+	t.arena = t.arena[:0]
 	st, _, err := t.evictNext(nil)
 	return st, err
 }
@@ -143,6 +144,7 @@ func (t *Tree) Evict(c Component, want int, dst []Action) ([]Action, int, error)
 		return dst, 0, err
 	}
 	defer t.EvictEnd()
+	t.arena = t.arena[:0]
 	freed := 0
 	for {
 		var step EvictStep

@@ -96,7 +96,10 @@ func (fullComponent) evict(t *Tree, i int32, l layer, acts []Action) ([]Action, 
 		v := n.dev[Full]
 		t.account(i, Full, -len(v))
 		t.setDevice(i, Full, nil)
-		acts = append(acts, Action{Kind: ActionFreeDeviceSlots, Component: Full, Node: t.handle(i), Slots: v})
+		slots := t.scratch(len(v))
+		copy(slots, v)
+		t.vals.put(v)
+		acts = append(acts, Action{Kind: ActionFreeDeviceSlots, Component: Full, Node: t.handle(i), Slots: slots})
 		freed += len(v)
 	}
 	if l&layerHost != 0 && n.host[Full] != nil {

@@ -325,7 +325,7 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 // unevict restores an evicted node's Full device value from the insert's
 // fresh slots.
 func (t *Tree) unevict(i int32, fresh []int32, session string) {
-	t.setDevice(i, Full, append([]int32(nil), fresh...))
+	t.setDevice(i, Full, t.vals.clone(fresh))
 	t.account(i, Full, len(fresh))
 	t.refreshLeaf(i)
 	t.refreshLeaf(t.nodes[i].parent)
@@ -339,8 +339,8 @@ func (t *Tree) insertCommit(s *insertState) {
 	if s.cursor < s.L {
 		wd := t.cfg.width
 		s.newLeaf = true
-		key := t.newKey(s.key[s.cursor*wd : s.L*wd])
-		val := append([]int32(nil), s.value[s.cursor:s.L]...)
+		key := t.keys.clone(s.key[s.cursor*wd : s.L*wd])
+		val := t.vals.clone(s.value[s.cursor:s.L])
 		target = t.alloc(s.ns, key)
 		leaf := &t.nodes[target]
 		leaf.priority = s.priority

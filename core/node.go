@@ -138,7 +138,7 @@ func (t *Tree) alloc(ns uint32, key []uint32) int32 {
 func (t *Tree) release(i int32) {
 	n := &t.nodes[i]
 	n.live = false
-	t.recycleKey(n.key)
+	t.keys.put(n.key)
 	n.key = nil
 	n.hash, n.evHash = nil, nil
 	n.dev = [numComponents][]int32{}
@@ -242,41 +242,61 @@ func (t *Tree) setDevice(i int32, c Component, v []int32) {
 	n.dev[c] = v
 }
 
-// Key buffers of deleted nodes are recycled for new leaves: a serving cache
-// evicts and inserts keys of similar sizes all the time, and copying into
-// resident memory is several times cheaper than into fresh pages. A node's
-// key region is its own (split prefixes are capped with a 3-index slice),
-// so reusing it cannot overwrite another node's key. Buffers are kept in
-// power-of-two classes by capacity, bounded in total.
+// Key and value buffers of deleted nodes are recycled for new ones: a
+// serving cache evicts and inserts sequences of similar sizes all the time,
+// and copying into resident memory is several times cheaper than into
+// fresh pages. A node's key and value regions are its own (split prefixes
+// are capped with a 3-index slice), so reuse cannot overwrite a live node.
+// Buffers are kept in power-of-two classes by capacity, bounded in total.
 const (
-	keyPoolMinWords = 64
-	keyPoolMaxWords = 1 << 24
+	poolMinElems = 64
+	poolMaxElems = 1 << 24
 )
 
-func (t *Tree) recycleKey(k []uint32) {
-	c := cap(k)
-	if c < keyPoolMinWords || t.keyPoolWords+c > keyPoolMaxWords {
-		return
-	}
-	class := bits.Len(uint(c)) - 1 // 2^class <= c
-	t.keyPool[class] = append(t.keyPool[class], k[:0])
-	t.keyPoolWords += c
+type bufPool[T uint32 | int32] struct {
+	class [40][][]T
+	elems int
 }
 
-// newKey returns a copy of words in a recycled or fresh buffer.
-func (t *Tree) newKey(words []uint32) []uint32 {
-	n := len(words)
-	if n >= keyPoolMinWords {
-		class := bits.Len(uint(n - 1)) // 2^class >= n
-		if class < len(t.keyPool) {
-			if p := t.keyPool[class]; len(p) > 0 {
-				k := p[len(p)-1]
-				p[len(p)-1] = nil
-				t.keyPool[class] = p[:len(p)-1]
-				t.keyPoolWords -= cap(k)
-				return append(k, words...)
+func (p *bufPool[T]) put(b []T) {
+	c := cap(b)
+	if c < poolMinElems || p.elems+c > poolMaxElems {
+		return
+	}
+	k := bits.Len(uint(c)) - 1 // 2^k <= c
+	p.class[k] = append(p.class[k], b[:0])
+	p.elems += c
+}
+
+// clone returns a copy of src in a recycled or fresh buffer.
+func (p *bufPool[T]) clone(src []T) []T {
+	n := len(src)
+	if n >= poolMinElems {
+		k := bits.Len(uint(n - 1)) // 2^k >= n
+		if k < len(p.class) {
+			if l := p.class[k]; len(l) > 0 {
+				b := l[len(l)-1]
+				l[len(l)-1] = nil
+				p.class[k] = l[:len(l)-1]
+				p.elems -= cap(b)
+				return append(b, src...)
 			}
 		}
 	}
-	return append([]uint32(nil), words...)
+	return append([]T(nil), src...)
+}
+
+// scratch returns n elements of the per-call slot arena. Action slots that
+// the tree frees are copied here so their own buffers can be recycled; the
+// arena is rewound at the start of the next call that frees slots, which
+// is why action slots are valid only until then.
+func (t *Tree) scratch(n int) []int32 {
+	k := len(t.arena)
+	if k+n > cap(t.arena) {
+		// Earlier slices keep the old array; only new ones use the new one.
+		t.arena = make([]int32, 0, max(2*cap(t.arena), k+n, 4096))
+		k = 0
+	}
+	t.arena = t.arena[:k+n]
+	return t.arena[k : k+n : k+n]
 }

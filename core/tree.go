@@ -49,8 +49,9 @@ type Tree struct {
 
 	events []Event
 
-	keyPool      [40][][]uint32 // recycled key buffers by capacity class
-	keyPoolWords int
+	keys  bufPool[uint32] // recycled key buffers
+	vals  bufPool[int32]  // recycled value buffers
+	arena []int32         // slots of the current call's actions
 
 	keyScratch []uint32
 	hashBuf    []byte
@@ -108,7 +109,10 @@ func (t *Tree) Reset() {
 	for i := range t.nodes {
 		n := &t.nodes[i]
 		if n.live {
-			t.recycleKey(n.key)
+			t.keys.put(n.key)
+			for c := range n.dev {
+				t.vals.put(n.dev[c])
+			}
 		}
 		n.live = false
 		n.key = nil
