@@ -53,9 +53,8 @@ func (r *reader) appendI32s(field string, dst []int32) []int32 {
 	}
 	k := len(dst)
 	dst = growI32(dst, n)
-	out := dst[k:]
-	for i := range out {
-		out[i] = int32(le.Uint32(b[4*i:]))
+	if len(b) == 4*n {
+		getWords(dst[k:], b)
 	}
 	return dst
 }

@@ -122,9 +122,8 @@ func (r *reader) u32s(field string, dst []uint32) []uint32 {
 		dst = make([]uint32, n)
 	}
 	dst = dst[:n]
-	for i := 0; len(b) >= 4 && i < len(dst); i++ {
-		dst[i] = le.Uint32(b)
-		b = b[4:]
+	if len(b) == 4*n {
+		getWords(dst, b)
 	}
 	return dst
 }
@@ -140,11 +139,38 @@ func (r *reader) i32s(field string, dst []int32) []int32 {
 		dst = make([]int32, n)
 	}
 	dst = dst[:n]
-	for i := 0; len(b) >= 4 && i < len(dst); i++ {
-		dst[i] = int32(le.Uint32(b))
-		b = b[4:]
+	if len(b) == 4*n {
+		getWords(dst, b)
 	}
 	return dst
+}
+
+// getWords decodes len(dst) little-endian 32-bit words from b (which holds
+// exactly that many). Two words per 64-bit load, indexed with the bounds
+// proven up front: token and slot arrays are the bulk of every message.
+func getWords[T uint32 | int32](dst []T, b []byte) {
+	b = b[:4*len(dst)]
+	i := 0
+	for ; i+2 <= len(dst); i += 2 {
+		x := le.Uint64(b[4*i : 4*i+8])
+		dst[i], dst[i+1] = T(uint32(x)), T(uint32(x>>32))
+	}
+	if i < len(dst) {
+		dst[i] = T(le.Uint32(b[4*i : 4*i+4]))
+	}
+}
+
+// putWords encodes v as little-endian 32-bit words into out (exactly
+// 4*len(v) bytes), two words per 64-bit store.
+func putWords[T uint32 | int32](out []byte, v []T) {
+	out = out[:4*len(v)]
+	i := 0
+	for ; i+2 <= len(v); i += 2 {
+		le.PutUint64(out[4*i:4*i+8], uint64(uint32(v[i]))|uint64(uint32(v[i+1]))<<32)
+	}
+	if i < len(v) {
+		le.PutUint32(out[4*i:4*i+4], uint32(v[i]))
+	}
 }
 
 // ids decodes a u64 node-id array into dst[:0].
@@ -217,20 +243,14 @@ func extend(b []byte, n int) ([]byte, []byte) {
 func putU32s(b []byte, v []uint32) []byte {
 	b = putU32(b, uint32(len(v)))
 	b, out := extend(b, 4*len(v))
-	for _, x := range v {
-		le.PutUint32(out, x)
-		out = out[4:]
-	}
+	putWords(out, v)
 	return b
 }
 
 func putI32s(b []byte, v []int32) []byte {
 	b = putU32(b, uint32(len(v)))
 	b, out := extend(b, 4*len(v))
-	for _, x := range v {
-		le.PutUint32(out, uint32(x))
-		out = out[4:]
-	}
+	putWords(out, v)
 	return b
 }
 
