@@ -282,6 +282,9 @@ func (p *bufPool[T]) clone(src []T) []T {
 				return append(b, src...)
 			}
 		}
+		// Round the capacity up to the class this size asks for, so the
+		// buffer serves requests of the same size once it is recycled.
+		return append(make([]T, 0, 1<<k), src...)
 	}
 	return append([]T(nil), src...)
 }

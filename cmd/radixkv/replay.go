@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/radixkv/radixkv/core"
@@ -19,12 +21,24 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	s.cacheFlags(fs)
 	fs.BoolVar(&s.json, "json", false, "print the report as one JSON object")
 	fs.BoolVar(&s.quiet, "quiet", false, "draw no progress bar")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the replay loop to `file` (go tool pprof)")
 	if err := s.parse(fs, args); err != nil {
 		return err
 	}
 	l, err := s.loadWorkload()
 	if err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	rep, err := replay(&s, l, stderr)
 	if err != nil {

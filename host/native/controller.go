@@ -63,9 +63,13 @@ type Controller struct {
 
 	acts     []core.Action
 	matchBuf []int32
-	want     [CanaryBytes]byte
-	got      [CanaryBytes]byte
-	zero     [CanaryBytes]byte
+	// Buffers of finished requests, reused by the next arrivals: a fresh
+	// prompt-sized allocation per request dominated replay profiles.
+	spareTokens [][]uint32
+	spareSlots  [][]int32
+	want        [CanaryBytes]byte
+	got         [CanaryBytes]byte
+	zero        [CanaryBytes]byte
 }
 
 // NewController returns a controller that owns eng and pools (Close
@@ -116,11 +120,12 @@ type Request struct {
 func (r *Request) Namespace() core.Namespace { return r.ns }
 
 // Tokens returns the request's tokens (prompt and extensions). The slice
-// is the request's own; do not modify it.
+// is the request's own; do not modify it. After Finish or Abort it is nil
+// (the controller reuses the buffer).
 func (r *Request) Tokens() []uint32 { return r.tokens }
 
 // Slots returns one KV slot per computed token, valid until the next
-// controller call on this request.
+// controller call on this request; nil after Finish or Abort.
 func (r *Request) Slots() []int32 { return r.slots }
 
 // CachedLen is the prefix the tree held on the device when the request
@@ -174,9 +179,10 @@ func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error
 	if c.closed {
 		return nil, fmt.Errorf("%w: controller", ErrClosed)
 	}
-	r := &Request{c: c, ns: ns, tokens: append(make([]uint32, 0, len(tokens)), tokens...)}
-	m, err := c.eng.Match(make([]int32, 0, len(tokens)), ns, tokens)
+	r := &Request{c: c, ns: ns, tokens: append(c.spareTokenBuf(len(tokens)), tokens...)}
+	m, err := c.eng.Match(c.spareSlotBuf(len(tokens)), ns, tokens)
 	if err != nil {
+		c.recycle(r.tokens, nil)
 		return nil, err
 	}
 	if err := c.execute(m.Actions); err != nil {
@@ -430,6 +436,8 @@ func (c *Controller) Finish(r *Request) error {
 	c.owned -= computed - r.protected
 	c.live--
 	r.done = true
+	c.recycle(r.tokens, r.slots)
+	r.tokens, r.slots = nil, nil
 	c.stats.Finished++
 	return err
 }
@@ -510,8 +518,44 @@ func (c *Controller) Abort(r *Request) error {
 	c.owned -= len(r.slots) - r.protected
 	c.live--
 	r.done = true
+	c.recycle(r.tokens, r.slots)
+	r.tokens, r.slots = nil, nil
 	c.stats.Aborted++
 	return err
+}
+
+const maxSpare = 64
+
+// spareTokenBuf returns an empty token buffer, reused when one is spare.
+func (c *Controller) spareTokenBuf(n int) []uint32 {
+	if k := len(c.spareTokens); k > 0 {
+		b := c.spareTokens[k-1]
+		c.spareTokens[k-1] = nil
+		c.spareTokens = c.spareTokens[:k-1]
+		return b
+	}
+	return make([]uint32, 0, n)
+}
+
+// spareSlotBuf returns an empty slot buffer, reused when one is spare.
+func (c *Controller) spareSlotBuf(n int) []int32 {
+	if k := len(c.spareSlots); k > 0 {
+		b := c.spareSlots[k-1]
+		c.spareSlots[k-1] = nil
+		c.spareSlots = c.spareSlots[:k-1]
+		return b
+	}
+	return make([]int32, 0, n)
+}
+
+// recycle keeps a finished request's buffers for later arrivals.
+func (c *Controller) recycle(tokens []uint32, slots []int32) {
+	if tokens != nil && len(c.spareTokens) < maxSpare {
+		c.spareTokens = append(c.spareTokens, tokens[:0])
+	}
+	if slots != nil && len(c.spareSlots) < maxSpare {
+		c.spareSlots = append(c.spareSlots, slots[:0])
+	}
 }
 
 // Verify checks that every computed slot of r holds the canary record of

@@ -2,6 +2,7 @@ package native
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/radixkv/radixkv/core"
 )
@@ -175,10 +176,13 @@ func (p *slotPool) Alloc(dst []int32, n int) ([]int32, error) {
 		return dst, fmt.Errorf("%w: %s: %d slots asked, %d of %d free", ErrPoolExhausted, p.name, n, len(p.free), p.capacity)
 	}
 	top := len(p.free)
-	for k := top - 1; k >= top-n; k-- {
-		s := p.free[k]
-		p.setUsed(s)
-		dst = append(dst, s)
+	k := len(dst)
+	dst = slices.Grow(dst, n)[:k+n]
+	out, src := dst[k:], p.free[top-n:top]
+	for i := range out {
+		s := src[len(src)-1-i] // top of the free stack first
+		p.used[s>>6] |= 1 << (uint(s) & 63)
+		out[i] = s
 	}
 	p.free = p.free[:top-n]
 	return dst, nil
