@@ -21,7 +21,7 @@ const replayTrace = "../../shared/traces/mooncake_synthetic_trace.jsonl"
 const replayPage = 16
 
 // replayCapacities are the device pool sizes replayed, in tokens.
-var replayCapacities = []int{1 << 20, 3 << 20}
+var replayCapacities = []int{1_000_000, 3_000_000}
 
 var (
 	traceOnce sync.Once
@@ -51,7 +51,7 @@ func loadTrace(tb testing.TB) []workload.Request {
 	return traceReqs
 }
 
-func capName(c int) string { return fmt.Sprintf("%dM", c>>20) }
+func capName(c int) string { return fmt.Sprintf("%dM", c/1_000_000) }
 
 // BenchmarkReplay replays the shared Mooncake trace through a fresh tree
 // with a simulated pool (internal/coresim) under LRU at page size 16. The
