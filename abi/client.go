@@ -9,13 +9,22 @@ import "github.com/radixkv/radixkv/core"
 // Any other response (another op, or an error) decodes exactly as
 // DecodeResponse decodes it, and dst is not used.
 func DecodeMatchResponse(r *Response, b []byte, dst []int32) error {
+	return DecodeMatchResponseWith(r, b, dst, nil)
+}
+
+// DecodeMatchResponseWith is DecodeMatchResponse reusing s's buffers for
+// the actions (s may be nil).
+func DecodeMatchResponseWith(r *Response, b []byte, dst []int32, s *Scratch) error {
 	if len(b) < ResponseHeaderSize || le.Uint32(b) != ResponseMagic ||
 		le.Uint16(b[4:]) != Version || Op(le.Uint16(b[6:])) != OpMatch ||
 		Status(le.Uint16(b[8:])) != StatusOK {
-		return DecodeResponse(r, b)
+		return DecodeResponseWith(r, b, s)
 	}
 	*r = Response{}
-	d := reader{b: b, off: 6}
+	d := reader{b: b, off: 6, s: s}
+	if s != nil {
+		s.acts, s.slots = s.acts[:0], s.slots[:0]
+	}
 	r.Op = Op(d.u16("op"))
 	r.Status = Status(d.u16("status"))
 	r.Code = Code(d.u16("code"))

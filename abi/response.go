@@ -148,11 +148,30 @@ func putActions(b []byte, acts []core.Action, t uint32) []byte {
 // DecodeResponse decodes b into r (node ids stay in wire form; r.Tag is
 // zero). It returns an *Error on a malformed response.
 func DecodeResponse(r *Response, b []byte) error {
+	return DecodeResponseWith(r, b, nil)
+}
+
+// Scratch holds buffers a host reuses across responses. Decoding with it,
+// a response's action list and action slots live in these buffers and
+// stay valid until the next decode with the same Scratch — the same
+// lifetime core gives its own actions. Reused buffers spare a host the
+// fresh allocation (and first-touch page faults) of every evicted slot
+// list.
+type Scratch struct {
+	acts  []core.Action
+	slots []int32
+}
+
+// DecodeResponseWith is DecodeResponse reusing s's buffers (s may be nil).
+func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 	*r = Response{}
 	if len(b) < ResponseHeaderSize {
 		return errorf(CodeTruncated, "response of %d bytes is shorter than the %d-byte header", len(b), ResponseHeaderSize)
 	}
-	d := reader{b: b}
+	d := reader{b: b, s: s}
+	if s != nil {
+		s.acts, s.slots = s.acts[:0], s.slots[:0]
+	}
 	magic := d.u32("magic")
 	version := d.u16("version")
 	r.Op = Op(d.u16("op"))
@@ -312,7 +331,12 @@ func (d *reader) actions() []core.Action {
 	if n == 0 {
 		return nil
 	}
-	acts := make([]core.Action, 0, n)
+	var acts []core.Action
+	if d.s != nil {
+		acts = d.s.acts[:0]
+	} else {
+		acts = make([]core.Action, 0, n)
+	}
 	for range n {
 		var a core.Action
 		a.Kind = core.ActionKind(d.u8("action.kind"))
@@ -323,11 +347,22 @@ func (d *reader) actions() []core.Action {
 		a.Node = core.NodeID(d.u64("action.node"))
 		a.Ack = d.i64("action.ack")
 		a.Nodes = d.ids("action.nodes", nil)
-		a.Slots = d.i32s("action.slots", nil)
+		if d.s != nil {
+			k := len(d.s.slots)
+			d.s.slots = d.appendI32s("action.slots", d.s.slots)
+			if len(d.s.slots) > k {
+				a.Slots = d.s.slots[k:len(d.s.slots):len(d.s.slots)]
+			}
+		} else {
+			a.Slots = d.i32s("action.slots", nil)
+		}
 		if d.err != nil {
 			return nil
 		}
 		acts = append(acts, a)
+	}
+	if d.s != nil {
+		d.s.acts = acts
 	}
 	return acts
 }

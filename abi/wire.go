@@ -17,6 +17,7 @@ type reader struct {
 	b   []byte
 	off int
 	err *Error
+	s   *Scratch // reusable decode buffers, or nil
 }
 
 func (r *reader) fail(c Code, format string, args ...any) {

@@ -124,6 +124,9 @@ type wireEngine struct {
 	q   abi.Request
 	r   abi.Response
 	req []byte
+	// scratch holds decoded actions and their slots until the next call,
+	// the lifetime core gives its own actions.
+	scratch abi.Scratch
 }
 
 // newWireEngine creates a cache instance with cfg on tr. On failure it
@@ -203,9 +206,9 @@ func (e *wireEngine) roundTripMatch(op abi.Op, dst []int32) error {
 	}
 	r := &e.r
 	if op == abi.OpMatch {
-		err = abi.DecodeMatchResponse(r, out, dst)
+		err = abi.DecodeMatchResponseWith(r, out, dst, &e.scratch)
 	} else {
-		err = abi.DecodeResponse(r, out)
+		err = abi.DecodeResponseWith(r, out, &e.scratch)
 	}
 	switch {
 	case err != nil:

@@ -203,8 +203,11 @@ func (p *slotPool) Free(slots []int32) error {
 	if p.closed {
 		return fmt.Errorf("%w: %s", ErrClosed, p.name)
 	}
+	used, capacity := p.used, uint32(p.capacity)
 	for k, s := range slots {
-		if err := p.check(s); err != nil {
+		// The fast path inlines check: in range and allocated.
+		if uint32(s) >= capacity || used[s>>6]&(1<<(uint(s)&63)) == 0 {
+			err := p.check(s)
 			// Undo: every slot before k passed the check and was cleared
 			// exactly once (a repeat fails at its second occurrence).
 			for _, u := range slots[:k] {
@@ -212,11 +215,9 @@ func (p *slotPool) Free(slots []int32) error {
 			}
 			return err
 		}
-		p.clearUsed(s)
+		used[s>>6] &^= 1 << (uint(s) & 63)
 	}
-	for _, s := range slots {
-		p.free = append(p.free, s)
-	}
+	p.free = append(p.free, slots...)
 	return nil
 }
 
