@@ -9,6 +9,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/radixkv/radixkv/abi"
@@ -163,7 +164,7 @@ type wasmGuest struct {
 const initialRequestBuffer = 64 << 10
 
 func (r *WasmRuntime) instantiate(ctx context.Context) (*wasmGuest, error) {
-	mod, err := r.rt.InstantiateModule(ctx, r.compiled, r.modCfg)
+	mod, err := r.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, guestMemory{}), r.compiled, r.modCfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: instantiating radixkv.wasm: %w", ErrGuest, err)
 	}
@@ -232,7 +233,9 @@ func (g *wasmGuest) release() error {
 }
 
 func (g *wasmGuest) call(req []byte) ([]byte, error) {
-	if g.mod == nil {
+	// A closed instance (also when its runtime was closed) has released
+	// its linear memory, which guestMemory unmaps: never touch it again.
+	if g.mod == nil || g.mod.IsClosed() {
 		return nil, errors.New("module instance closed")
 	}
 	if uint64(len(req)) > math.MaxUint32 {
@@ -265,7 +268,10 @@ func (g *wasmGuest) close() error {
 	if g.mod == nil {
 		return nil
 	}
-	err := g.release()
+	var err error
+	if !g.mod.IsClosed() {
+		err = g.release()
+	}
 	err = errors.Join(err, g.mod.Close(g.ctx))
 	g.mod = nil
 	return err
