@@ -26,7 +26,9 @@ var (
 	ErrEvictionInFlight = errors.New("core: eviction walk already in progress")
 	// ErrNoEviction reports an eviction step without a started walk.
 	ErrNoEviction = errors.New("core: no eviction walk in progress")
-	// ErrBusy reports an operation refused while an insert is suspended.
+	// ErrBusy is reserved for operations that must refuse to run while an
+	// insert is suspended. None does today: other calls re-read the tree,
+	// as the insert's own steps do after a barrier.
 	ErrBusy = errors.New("core: tree busy with a suspended insert")
 	// ErrBroken reports that an internal invariant failed earlier; the tree
 	// refuses mutations until Reset.
