@@ -57,6 +57,8 @@ const (
 	OpNodes        Op = 0x0034 // core.Tree.Nodes
 	OpDFSOrder     Op = 0x0035 // core.Tree.DFSWeightOrder
 
+	OpTakeEvents Op = 0x0047 // core.Tree.TakeEvents: drain recorded KV events
+
 	// Reserved for later issues; today they answer CodeUnsupported.
 	OpUnlockSWAEarly Op = 0x0040 // early release of a request's SWA lock
 	OpHostLock       Op = 0x0041 // lock host-tier values
@@ -65,7 +67,6 @@ const (
 	OpCommitBackup   Op = 0x0044 // a device→host backup completed
 	OpLoadBack       Op = 0x0045 // start a host→device load-back
 	OpFinishLoadBack Op = 0x0046 // a load-back completed
-	OpTakeEvents     Op = 0x0047 // drain recorded KV events
 )
 
 var opNames = map[Op]string{
@@ -83,8 +84,9 @@ var opNames = map[Op]string{
 // Known reports whether op is a defined or reserved operation code.
 func (op Op) Known() bool { _, ok := opNames[op]; return ok }
 
-// Reserved reports whether op is reserved for a later ABI revision.
-func (op Op) Reserved() bool { return op >= OpUnlockSWAEarly && op <= OpTakeEvents }
+// Reserved reports whether op is reserved for a later ABI revision
+// (0x0040–0x0046; take_events, 0x0047, is implemented).
+func (op Op) Reserved() bool { return op >= OpUnlockSWAEarly && op <= OpFinishLoadBack }
 
 // NeedsInstance reports whether the request names an existing instance.
 func (op Op) NeedsInstance() bool { return op != OpVersion && op != OpCreate }
@@ -229,6 +231,7 @@ type Response struct {
 	Text    string        // render
 	Nodes   []core.NodeID // device_leaves, nodes
 	Order   []int32       // dfs_weight_order
+	Events  []core.Event  // take_events, in the order the tree recorded them
 
 	// Actions are the host's work, in order; they travel on success and
 	// on error alike.

@@ -23,7 +23,7 @@ func DecodeMatchResponseWith(r *Response, b []byte, dst []int32, s *Scratch) err
 	*r = Response{}
 	d := reader{b: b, off: 6, s: s}
 	if s != nil {
-		s.acts, s.slots = s.acts[:0], s.slots[:0]
+		s.reset()
 	}
 	r.Op = Op(d.u16("op"))
 	r.Status = Status(d.u16("status"))

@@ -18,7 +18,8 @@ func sampleRequests() []abi.Request {
 	return []abi.Request{
 		{Op: abi.OpVersion, ID: 1},
 		{Op: abi.OpCreate, ID: 2, Config: core.Config{PageSize: 16, Components: []core.Component{core.Full, core.SWA},
-			Policy: "gdsf", Bigram: true, HostTier: true, WritePolicy: core.WriteBack, WriteThroughThreshold: -2, KVEvents: true}},
+			Policy: "gdsf", Bigram: true, HostTier: true, WritePolicy: core.WriteBack, WriteThroughThreshold: -2, KVEvents: true,
+			HashConvention: core.HashVLLM}},
 		{Op: abi.OpDestroy, Instance: 3, ID: 3},
 		{Op: abi.OpReset, Instance: 3},
 		{Op: abi.OpStats, Instance: 3},
@@ -120,7 +121,20 @@ func sampleResponses() []abi.Response {
 		{Op: abi.OpDeviceLeaves, Nodes: []core.NodeID{1, 2}},
 		{Op: abi.OpNodes, Nodes: []core.NodeID{3}},
 		{Op: abi.OpDFSOrder, Order: []int32{2, 0, 1}},
+		{Op: abi.OpTakeEvents, Events: sampleEvents(), Actions: acts[:1]},
+		{Op: abi.OpTakeEvents},
 		{Op: abi.OpInsert, Status: abi.StatusError, Code: abi.CodeBroken, Message: "boom", Actions: acts[:1]},
+	}
+}
+
+func sampleEvents() []core.Event {
+	return []core.Event{
+		{Kind: core.EventBlockStored, BlockHashes: []int64{-1, 1 << 62}, ParentBlockHash: -7, HasParent: true,
+			TokenIDs: []uint32{1, 0xffffffff, 3, 4}, BlockSize: 2, Medium: core.MediumCPU,
+			CacheSalt: "salt", SessionID: "s\xff", LoRA: "l"},
+		{Kind: core.EventBlockStored, BlockHashes: []int64{5}, TokenIDs: []uint32{9}, BlockSize: 1},
+		{Kind: core.EventBlockRemoved, BlockHashes: []int64{3, 2, 1}},
+		{Kind: core.EventAllBlocksCleared},
 	}
 }
 
@@ -212,4 +226,41 @@ func FuzzDecode(f *testing.F) {
 // dispatchNode is the wire id of arena slot i (generation 1) of instance h.
 func dispatchNode(h uint32, slot uint32) core.NodeID {
 	return abi.TagID(core.NodeID(1<<32|uint64(slot+1)), dispatch.Tag(h))
+}
+
+// TestDecodeResponse_EventsWithScratch decodes a take_events response
+// into reused buffers: the same events as a plain decode, and a later
+// decode reuses (overwrites) those buffers.
+func TestDecodeResponse_EventsWithScratch(t *testing.T) {
+	r := abi.Response{Op: abi.OpTakeEvents, Events: sampleEvents()}
+	b := abi.AppendResponse(nil, &r)
+	var plain, got abi.Response
+	require.NoError(t, abi.DecodeResponse(&plain, b))
+	var s abi.Scratch
+	require.NoError(t, abi.DecodeResponseWith(&got, b, &s))
+	require.Equal(t, plain, got)
+	require.Equal(t, sampleEvents(), got.Events)
+	// Once the buffers have grown, later decodes reuse them.
+	require.NoError(t, abi.DecodeResponseWith(&got, b, &s))
+	first := &got.Events[0].BlockHashes[0]
+	require.NoError(t, abi.DecodeResponseWith(&got, b, &s))
+	require.Same(t, first, &got.Events[0].BlockHashes[0], "the hash buffer is reused")
+	require.Equal(t, sampleEvents(), got.Events)
+}
+
+// TestDecodeResponse_EventReserved rejects an event whose reserved byte
+// is set, and a has_parent that is not a bool.
+func TestDecodeResponse_EventReserved(t *testing.T) {
+	r := abi.Response{Op: abi.OpTakeEvents, Events: sampleEvents()[:1]}
+	b := abi.AppendResponse(nil, &r)
+	const first = abi.ResponseHeaderSize + 4 // header, event count
+	for off, v := range map[int]byte{first + 3: 1, first + 2: 2} {
+		bad := append([]byte(nil), b...)
+		bad[off] = v
+		var got abi.Response
+		err := abi.DecodeResponse(&got, bad)
+		var ae *abi.Error
+		require.True(t, errors.As(err, &ae), "offset %d: %v", off, err)
+		require.Equal(t, abi.CodeMalformed, ae.Code, "offset %d", off)
+	}
 }

@@ -17,7 +17,7 @@
 // the hot path (match) adds no allocation. Every decoding failure is an
 // [*Error] carrying its wire [Code].
 //
-// Results and actions are core's own types ([core.MatchResult],
-// [core.InsertResult], [core.Receipt], [core.Action], ...); the dispatcher
-// that runs requests lives in abi/dispatch.
+// Results, actions and KV events are core's own types ([core.MatchResult],
+// [core.InsertResult], [core.Receipt], [core.Action], [core.Event], ...);
+// the dispatcher that runs requests lives in abi/dispatch.
 package abi

@@ -112,6 +112,7 @@ func script() []step {
 		}
 	}
 	nsA := core.Namespace{ExtraKey: "a", CacheSalt: "tenant-1", LoRA: "lora-7"}
+	nsB := core.Namespace{CacheSalt: "tenant-2", LoRA: "lora-3"}
 	return []step{
 		{name: "version", req: plain(abi.OpVersion, 0)},
 		{name: "create", req: create(core.Config{PageSize: 2, Components: full, Policy: "LRU"})},
@@ -120,7 +121,6 @@ func script() []step {
 		{name: "create-bad-component", req: create(core.Config{PageSize: 1, Components: []core.Component{core.Full, 7}})},
 		{name: "create-swa-unsupported", req: create(core.Config{PageSize: 1, Components: []core.Component{core.Full, core.SWA}})},
 		{name: "create-host-tier-unsupported", req: create(core.Config{PageSize: 1, HostTier: true, WritePolicy: core.WriteBack, WriteThroughThreshold: 3})},
-		{name: "create-kv-events-unsupported", req: create(core.Config{PageSize: 1, KVEvents: true})},
 		{name: "create-bigram", req: create(core.Config{PageSize: 1, Policy: "lfu", Bigram: true})},
 		{name: "match-empty", req: func(seen) abi.Request { return match(1, core.Namespace{}, seq(1, 8)) }},
 		{name: "insert-1-8", req: func(seen) abi.Request { return ins(1, core.Namespace{}, seq(1, 9), slots(100, 8), 0) }},
@@ -208,7 +208,7 @@ func script() []step {
 		{name: "commit-backup-reserved", req: plain(abi.OpCommitBackup, 1)},
 		{name: "load-back-reserved", req: plain(abi.OpLoadBack, 1)},
 		{name: "finish-load-back-reserved", req: plain(abi.OpFinishLoadBack, 1)},
-		{name: "take-events-reserved", req: plain(abi.OpTakeEvents, 1)},
+		{name: "take-events-without-kv-events", req: plain(abi.OpTakeEvents, 1)},
 		{name: "unknown-instance", req: plain(abi.OpStats, 99)},
 		{name: "destroy-twin", req: plain(abi.OpDestroy, 3)},
 		{name: "stats-destroyed", req: plain(abi.OpStats, 3)},
@@ -241,6 +241,40 @@ func script() []step {
 		{name: "insert-after-errors", req: func(seen) abi.Request { return ins(1, core.Namespace{}, seq(1, 4), slots(500, 4), 0) }},
 		{name: "sanity-end", req: plain(abi.OpSanityCheck, 1)},
 		{name: "destroy", req: plain(abi.OpDestroy, 1)},
+		// KV events on instance 5, with vLLM's block ids.
+		{name: "create-kv-events", req: create(core.Config{PageSize: 2, KVEvents: true, HashConvention: core.HashVLLM})},
+		{name: "events-insert-1-4", req: func(seen) abi.Request {
+			q := ins(5, nsB, seq(1, 4), slots(0, 4), 0)
+			q.Insert.SessionID = "req-1"
+			return q
+		}},
+		{name: "events-insert-1-8", req: func(seen) abi.Request {
+			q := ins(5, nsB, seq(1, 8), slots(10, 8), 0)
+			q.Insert.SessionID = "req-1"
+			return q
+		}},
+		{name: "events-match-split", req: func(seen) abi.Request { return match(5, nsB, []uint32{1, 2, 9, 9}) }},
+		// One BlockStored: the second insert's page chains onto the first's.
+		{name: "take-events-stored", req: plain(abi.OpTakeEvents, 5)},
+		{name: "take-events-drained", req: plain(abi.OpTakeEvents, 5)},
+		{name: "events-insert-branch", req: func(seen) abi.Request {
+			q := ins(5, nsB, []uint32{1, 2, 3, 4, 20, 21}, slots(30, 6), 0)
+			q.Insert.SessionID = "req-2"
+			return q
+		}},
+		{name: "events-evict", req: evict(abi.OpEvict, 5, core.Full, 100)},
+		// A BlockStored with a parent, then the evicted nodes' removals
+		// coalesced into one BlockRemoved.
+		{name: "take-events-removed", req: plain(abi.OpTakeEvents, 5)},
+		// reset drops this insert's undrained BlockStored and records
+		// AllBlocksCleared.
+		{name: "events-insert-again", req: func(seen) abi.Request { return ins(5, core.Namespace{}, seq(1, 2), slots(40, 2), 0) }},
+		{name: "events-reset", req: plain(abi.OpReset, 5)},
+		{name: "take-events-cleared", req: plain(abi.OpTakeEvents, 5)},
+		{name: "raw-take-events-body", raw: func() []byte {
+			return append(rawHeader(abi.RequestMagic, abi.Version, uint16(abi.OpTakeEvents), 5, 0, 12), 0)
+		}},
+		{name: "destroy-kv-events", req: plain(abi.OpDestroy, 5)},
 	}
 }
 

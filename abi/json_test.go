@@ -64,6 +64,7 @@ func requestJSON(q *abi.Request) map[string]any {
 			"page_size": int64(c.PageSize), "components": comps, "policy": c.Policy,
 			"bigram": c.Bigram, "host_tier": c.HostTier, "write_policy": int64(c.WritePolicy),
 			"write_through_threshold": int64(c.WriteThroughThreshold), "kv_events": c.KVEvents,
+			"hash_convention": int64(c.HashConvention),
 		}
 	case abi.OpMatch:
 		m["namespace"] = nsJSON(q.Insert.Namespace)
@@ -212,6 +213,21 @@ func responseJSON(r *abi.Response) map[string]any {
 		m["nodes"] = idsJSON(r.Nodes)
 	case abi.OpDFSOrder:
 		m["order"] = i32s(r.Order)
+	case abi.OpTakeEvents:
+		evs := make([]any, len(r.Events))
+		for i, e := range r.Events {
+			hs := make([]any, len(e.BlockHashes))
+			for k, h := range e.BlockHashes {
+				hs[k] = s64(h)
+			}
+			evs[i] = map[string]any{
+				"kind": int64(e.Kind), "medium": int64(e.Medium), "has_parent": e.HasParent,
+				"parent_block_hash": s64(e.ParentBlockHash), "block_size": int64(e.BlockSize),
+				"block_hashes": hs, "token_ids": u32s(e.TokenIDs),
+				"cache_salt": e.CacheSalt, "session_id": e.SessionID, "lora": e.LoRA,
+			}
+		}
+		m["events"] = evs
 	}
 	return m
 }

@@ -26,6 +26,7 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putU8(b, uint8(c.WritePolicy))
 		b = putI32(b, int32(c.WriteThroughThreshold))
 		b = putBool(b, c.KVEvents)
+		b = putU8(b, uint8(c.HashConvention))
 	case OpMatch:
 		b = putNamespace(b, q.Insert.Namespace)
 		b = putU32s(b, q.Insert.Tokens)
@@ -148,6 +149,7 @@ func DecodeRequest(q *Request, b []byte) error {
 		c.WritePolicy = core.WritePolicy(r.u8("write_policy"))
 		c.WriteThroughThreshold = int(r.i32("write_through_threshold"))
 		c.KVEvents = r.boolean("kv_events")
+		c.HashConvention = core.HashConvention(r.u8("hash_convention"))
 	case OpMatch:
 		q.Insert.Namespace = r.namespace()
 		q.Insert.Tokens = r.u32s("tokens", toks)

@@ -1,6 +1,8 @@
 package abi
 
 import (
+	"slices"
+
 	"github.com/radixkv/radixkv/core"
 )
 
@@ -74,6 +76,8 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		b = putIDs(b, r.Nodes, t)
 	case OpDFSOrder:
 		b = putI32s(b, r.Order)
+	case OpTakeEvents:
+		b = putEvents(b, r.Events)
 	}
 	return putActions(b, r.Actions, t)
 }
@@ -130,6 +134,42 @@ func putNodeInfo(b []byte, in *core.NodeInfo, t uint32) []byte {
 	return putBool(b, in.DLeaf)
 }
 
+// EventMinSize is the wire size of a KV event whose arrays and strings
+// are empty (the fixed part plus five counts).
+const EventMinSize = 36
+
+// putEvents appends a KV event list. Block hashes are not node ids: they
+// travel as the tree computed them, untagged. The strings are the host's
+// own bytes (namespace and insert fields), echoed unchanged.
+func putEvents(b []byte, evs []core.Event) []byte {
+	b = putU32(b, uint32(len(evs)))
+	for i := range evs {
+		e := &evs[i]
+		b = putU8(b, uint8(e.Kind))
+		b = putU8(b, uint8(e.Medium))
+		b = putBool(b, e.HasParent)
+		b = putU8(b, 0) // reserved
+		b = putI64(b, e.ParentBlockHash)
+		b = putU32(b, uint32(e.BlockSize))
+		b = putI64s(b, e.BlockHashes)
+		b = putU32s(b, e.TokenIDs)
+		b = putStr(b, e.CacheSalt)
+		b = putStr(b, e.SessionID)
+		b = putStr(b, e.LoRA)
+	}
+	return b
+}
+
+func putI64s(b []byte, v []int64) []byte {
+	b = putU32(b, uint32(len(v)))
+	b, out := extend(b, 8*len(v))
+	for _, x := range v {
+		le.PutUint64(out, uint64(x))
+		out = out[8:]
+	}
+	return b
+}
+
 func putActions(b []byte, acts []core.Action, t uint32) []byte {
 	b = putU32(b, uint32(len(acts)))
 	for i := range acts {
@@ -152,14 +192,25 @@ func DecodeResponse(r *Response, b []byte) error {
 }
 
 // Scratch holds buffers a host reuses across responses. Decoding with it,
-// a response's action list and action slots live in these buffers and
-// stay valid until the next decode with the same Scratch — the same
-// lifetime core gives its own actions. Reused buffers spare a host the
-// fresh allocation (and first-touch page faults) of every evicted slot
-// list.
+// a response's action list and action slots, and a take_events
+// response's event list with its block hashes and token ids, live in
+// these buffers and stay valid until the next decode with the same
+// Scratch — the same lifetime core gives its own actions. Reused buffers
+// spare a host the fresh allocation (and first-touch page faults) of
+// every evicted slot list.
 type Scratch struct {
-	acts  []core.Action
-	slots []int32
+	acts   []core.Action
+	slots  []int32
+	events []core.Event
+	hashes []int64
+	tokens []uint32
+}
+
+// reset empties s's buffers, keeping their capacity. The event list is
+// cleared so that it does not keep the previous decode's strings alive.
+func (s *Scratch) reset() {
+	clear(s.events)
+	s.acts, s.slots, s.events, s.hashes, s.tokens = s.acts[:0], s.slots[:0], s.events[:0], s.hashes[:0], s.tokens[:0]
 }
 
 // DecodeResponseWith is DecodeResponse reusing s's buffers (s may be nil).
@@ -170,7 +221,7 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 	}
 	d := reader{b: b, s: s}
 	if s != nil {
-		s.acts, s.slots = s.acts[:0], s.slots[:0]
+		s.reset()
 	}
 	magic := d.u32("magic")
 	version := d.u16("version")
@@ -257,6 +308,8 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 		r.Nodes = d.ids("nodes", nil)
 	case OpDFSOrder:
 		r.Order = d.i32s("order", nil)
+	case OpTakeEvents:
+		r.Events = d.events()
 	}
 	r.Actions = d.actions()
 	d.end()
@@ -365,4 +418,83 @@ func (d *reader) actions() []core.Action {
 		d.s.acts = acts
 	}
 	return acts
+}
+
+// events decodes a KV event list (into the Scratch's buffers when there
+// is one). Empty arrays decode as nil.
+func (d *reader) events() []core.Event {
+	n := d.count("events", EventMinSize)
+	if n == 0 {
+		return nil
+	}
+	var evs []core.Event
+	if d.s != nil {
+		evs = d.s.events[:0]
+	} else {
+		evs = make([]core.Event, 0, n)
+	}
+	for range n {
+		var e core.Event
+		e.Kind = core.EventKind(d.u8("event.kind"))
+		e.Medium = core.Medium(d.u8("event.medium"))
+		e.HasParent = d.boolean("event.has_parent")
+		if v := d.u8("event.reserved"); v != 0 && d.err == nil {
+			d.fail(CodeMalformed, "event reserved field %d must be 0", v)
+		}
+		e.ParentBlockHash = d.i64("event.parent_block_hash")
+		e.BlockSize = int(d.u32("event.block_size"))
+		if d.s != nil {
+			k := len(d.s.hashes)
+			d.s.hashes = d.appendI64s("event.block_hashes", d.s.hashes)
+			if len(d.s.hashes) > k {
+				e.BlockHashes = d.s.hashes[k:len(d.s.hashes):len(d.s.hashes)]
+			}
+			k = len(d.s.tokens)
+			d.s.tokens = d.appendU32s("event.token_ids", d.s.tokens)
+			if len(d.s.tokens) > k {
+				e.TokenIDs = d.s.tokens[k:len(d.s.tokens):len(d.s.tokens)]
+			}
+		} else {
+			e.BlockHashes = d.appendI64s("event.block_hashes", nil)
+			e.TokenIDs = d.u32s("event.token_ids", nil)
+		}
+		e.CacheSalt = d.str("event.cache_salt")
+		e.SessionID = d.str("event.session_id")
+		e.LoRA = d.str("event.lora")
+		if d.err != nil {
+			return nil
+		}
+		evs = append(evs, e)
+	}
+	if d.s != nil {
+		d.s.events = evs
+	}
+	return evs
+}
+
+// appendI64s decodes an i64 array and appends it to dst.
+func (r *reader) appendI64s(field string, dst []int64) []int64 {
+	n := r.count(field, 8)
+	b := r.take(field, 8*n)
+	if n == 0 || len(b) != 8*n {
+		return dst
+	}
+	dst = slices.Grow(dst, n)
+	for i := range n {
+		dst = append(dst, int64(le.Uint64(b[8*i:])))
+	}
+	return dst
+}
+
+// appendU32s decodes a u32 array and appends it to dst.
+func (r *reader) appendU32s(field string, dst []uint32) []uint32 {
+	n := r.count(field, 4)
+	b := r.take(field, 4*n)
+	if n == 0 || len(b) != 4*n {
+		return dst
+	}
+	k := len(dst)
+	dst = slices.Grow(dst, n)[:k+n]
+	getWords(dst[k:], b)
+	return dst
 }

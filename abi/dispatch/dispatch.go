@@ -66,6 +66,7 @@ type Dispatcher struct {
 	idx   []int32
 	acts  []core.Action
 	order []int32
+	evs   []core.Event
 }
 
 // New returns a Dispatcher with no instances.
@@ -108,6 +109,12 @@ func (d *Dispatcher) Call(req []byte) (out []byte) {
 		return d.fail(err)
 	}
 	d.out = abi.AppendResponse(d.out[:0], r)
+	if len(d.evs) > 0 {
+		// The events are encoded: drop them rather than keep their
+		// hashes and tokens alive until the next take_events.
+		clear(d.evs)
+		d.evs = d.evs[:0]
+	}
 	return d.out
 }
 
@@ -314,6 +321,10 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		}
 		r.Order = d.order
 		return nil
+	case abi.OpTakeEvents:
+		d.evs = t.TakeEvents(d.evs[:0])
+		r.Events = d.evs
+		return nil
 	}
 	return &abi.Error{Code: abi.CodeUnknownOp, Msg: fmt.Sprintf("%s has no handler", q.Op)}
 }
@@ -324,11 +335,6 @@ func (d *Dispatcher) create(q *abi.Request, r *abi.Response) error {
 	}
 	cfg := q.Config
 	cfg.Components = append([]core.Component(nil), cfg.Components...)
-	if cfg.KVEvents {
-		// The tree records events, but take_events is still reserved on
-		// the wire: refuse rather than let the queue grow undrained.
-		return fmt.Errorf("%w: kv_events needs the take_events op, which this ABI version reserves", core.ErrUnsupported)
-	}
 	t, err := core.New(cfg)
 	if err != nil {
 		return err

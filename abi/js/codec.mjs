@@ -17,8 +17,10 @@ export const OPS = Object.freeze({
   lock: 0x18, unlock: 0x19,
   evict: 0x20, evict_start: 0x21, evict_next: 0x22, evict_end: 0x23,
   sanity_check: 0x30, inspect: 0x31, render: 0x32, device_leaves: 0x33, nodes: 0x34, dfs_weight_order: 0x35,
+  take_events: 0x47,
+  // Reserved: they answer `unsupported` in this version.
   unlock_swa_early: 0x40, host_lock: 0x41, host_unlock: 0x42, evict_host: 0x43,
-  commit_backup: 0x44, load_back: 0x45, finish_load_back: 0x46, take_events: 0x47,
+  commit_backup: 0x44, load_back: 0x45, finish_load_back: 0x46,
 });
 
 export const CODES = Object.freeze({
@@ -28,6 +30,10 @@ export const CODES = Object.freeze({
   insert_in_flight: 21, no_insert: 22, eviction_in_flight: 23, no_eviction: 24, busy: 25,
   broken: 26, sanity: 27,
 });
+
+export const EVENTS = Object.freeze({ block_stored: 1, block_removed: 2, all_blocks_cleared: 3 });
+export const MEDIA = Object.freeze({ gpu: 0, cpu_pinned: 1 });
+export const HASH_CONVENTIONS = Object.freeze({ sglang: 0, vllm: 1 });
 
 export const ACTIONS = Object.freeze({
   free_device_kv: 1, free_device_kv_full_only: 2, backup_kv: 3,
@@ -102,6 +108,7 @@ class Reader {
     this.o += 4 * n; return out;
   }
   u64s(w) { const n = this.count(w, 8); const out = new Array(n); for (let i = 0; i < n; i++) out[i] = this.u64(w); return out; }
+  i64s(w) { const n = this.count(w, 8); const out = new Array(n); for (let i = 0; i < n; i++) out[i] = this.i64(w); return out; }
   end() { if (this.o !== this.b.length) throw new DecodeError(`${this.b.length - this.o} trailing bytes`); }
 }
 
@@ -127,7 +134,7 @@ export function encodeRequest(q) {
       const c = q.config;
       w.u32(c.page_size); w.u8(c.components.length); for (const x of c.components) w.u8(x);
       w.str(c.policy); w.bool(c.bigram); w.bool(c.host_tier); w.u8(c.write_policy);
-      w.i32(c.write_through_threshold); w.bool(c.kv_events);
+      w.i32(c.write_through_threshold); w.bool(c.kv_events); w.u8(c.hash_convention ?? 0);
       break;
     }
     case OPS.match: putNamespace(w, q.namespace); w.u32s(q.tokens); break;
@@ -183,6 +190,19 @@ function getActions(r) {
   return out;
 }
 
+// An event is at least 36 bytes (fixed part plus five empty counts).
+function getEvents(r) {
+  const n = r.count('events', 36); const out = [];
+  for (let i = 0; i < n; i++) {
+    const kind = r.u8('kind'); const medium = r.u8('medium'); const has_parent = r.bool('has_parent');
+    if (r.u8('reserved') !== 0) throw new DecodeError('event reserved field is not 0');
+    out.push({ kind, medium, has_parent, parent_block_hash: r.i64('parent_block_hash'), block_size: r.u32('block_size'),
+      block_hashes: r.i64s('block_hashes'), token_ids: r.u32s('token_ids'),
+      cache_salt: r.str('cache_salt'), session_id: r.str('session_id'), lora: r.str('lora') });
+  }
+  return out;
+}
+
 /** decodeResponse decodes response bytes to their JSON form. */
 export function decodeResponse(bytes) {
   const r = new Reader(bytes);
@@ -219,6 +239,7 @@ export function decodeResponse(bytes) {
     case OPS.render: m.text = r.str('text'); break;
     case OPS.device_leaves: case OPS.nodes: m.nodes = r.u64s('nodes'); break;
     case OPS.dfs_weight_order: m.order = r.i32s('order'); break;
+    case OPS.take_events: m.events = getEvents(r); break;
   }
   m.actions = getActions(r);
   r.end();

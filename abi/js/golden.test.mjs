@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { WASI } from 'node:wasi';
-import { encodeRequest, decodeResponse, Guest, OPS, CODES } from './codec.mjs';
+import { encodeRequest, decodeResponse, Guest, OPS, CODES, EVENTS, HASH_CONVENTIONS } from './codec.mjs';
 
 const here = new URL('.', import.meta.url);
 const vectors = JSON.parse(await readFile(new URL('../testdata/vectors.json', here), 'utf8'));
@@ -67,5 +67,29 @@ test('a small session through the JS client', async () => {
   assert.equal(ev.freed, '3');
   assert.deepStrictEqual(ev.actions.flatMap((a) => a.slots).sort(), [0, 1, 2]);
   assert.equal(call({ op: 'sanity_check', instance: h, id: 8 }).status, 0);
+  g.close();
+});
+
+test('KV events through the JS client', async () => {
+  const g = await newGuest();
+  const call = (q) => decodeResponse(g.call(encodeRequest(q)));
+  const c = call({ op: 'create', id: 1, config: { page_size: 2, components: [], policy: '', bigram: false, host_tier: false, write_policy: 0, write_through_threshold: 0, kv_events: true, hash_convention: HASH_CONVENTIONS.vllm } });
+  assert.equal(c.status, 0, c.message);
+  const h = c.handle;
+  assert.equal(call({ op: 'insert', instance: h, id: 2, tokens: [1, 2, 3, 4], slots: [0, 1, 2, 3], session_id: 'r1' }).status, 0);
+  assert.equal(call({ op: 'insert', instance: h, id: 3, tokens: [1, 2, 3, 4, 5, 6], slots: [4, 5, 6, 7, 8, 9], session_id: 'r1' }).status, 0);
+  const ev = call({ op: 'take_events', instance: h, id: 4 });
+  assert.equal(ev.events.length, 1, 'the second store coalesces with the first');
+  const [e] = ev.events;
+  assert.equal(e.kind, EVENTS.block_stored);
+  assert.equal(e.block_hashes.length, 3);
+  assert.deepStrictEqual(e.token_ids, [1, 2, 3, 4, 5, 6]);
+  assert.equal(e.session_id, 'r1');
+  assert.deepStrictEqual(call({ op: 'take_events', instance: h, id: 5 }).events, [], 'drained');
+  assert.equal(call({ op: 'evict', instance: h, id: 6, component: 0, want: 100n }).freed, '6');
+  const rm = call({ op: 'take_events', instance: h, id: 7 }).events;
+  assert.equal(rm.length, 1);
+  assert.equal(rm[0].kind, EVENTS.block_removed);
+  assert.deepStrictEqual([...rm[0].block_hashes].sort(), [...e.block_hashes].sort());
   g.close();
 });

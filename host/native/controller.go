@@ -3,6 +3,7 @@ package native
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/radixkv/radixkv/core"
@@ -636,6 +637,28 @@ func (c *Controller) Audit() error {
 			ErrAccounting, avail, ev, pr, c.owned, c.live, avail+ev+pr+c.owned, capa)
 	}
 	return nil
+}
+
+// TakeEvents drains the engine's KV cache events (see Engine.TakeEvents)
+// under the controller's mutex, appending them to dst. Events are recorded
+// only when the engine was created with core.Config.KVEvents; the queue
+// grows until drained, so call it regularly (e.g. once per scheduling
+// step) and forward the events. Unlike the engine's, the events it returns
+// are the caller's own: their slices are copied under the mutex, since
+// other goroutines may call into the engine as soon as it is released.
+func (c *Controller) TakeEvents(dst []core.Event) ([]core.Event, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return dst, fmt.Errorf("%w: controller", ErrClosed)
+	}
+	n := len(dst)
+	dst, err := c.eng.TakeEvents(dst)
+	for i := n; i < len(dst); i++ {
+		e := &dst[i]
+		e.BlockHashes, e.TokenIDs = slices.Clone(e.BlockHashes), slices.Clone(e.TokenIDs)
+	}
+	return dst, err
 }
 
 // Stats returns a snapshot of the counters.

@@ -468,3 +468,43 @@ func TestEngine_API(t *testing.T) {
 		require.True(t, errors.Is(err, ErrClosed))
 	})
 }
+
+// TestController_TakeEvents drains KV events through the controller on
+// every engine: the same events, as the caller's own copies (they survive
+// the controller's next calls), and ErrClosed after Close.
+func TestController_TakeEvents(t *testing.T) {
+	var want string
+	forEachEngine(t, func(t *testing.T, newEngine engineCtor) {
+		c, _ := newCtlOn(t, newEngine, 64, core.Config{PageSize: 2, KVEvents: true, HashConvention: core.HashVLLM}, canaryOn)
+		ns := core.Namespace{CacheSalt: "tenant"}
+		run(t, c, ns, seq(1, 6))
+		evs, err := c.TakeEvents(nil)
+		require.NoError(t, err)
+		require.Len(t, evs, 1)
+		require.Equal(t, core.EventBlockStored, evs[0].Kind)
+		require.Len(t, evs[0].BlockHashes, 3)
+		require.Equal(t, seq(1, 6), evs[0].TokenIDs)
+		require.Equal(t, "tenant", evs[0].CacheSalt)
+		got := evs[0].String()
+
+		// More work and another drain must not disturb the events taken.
+		run(t, c, ns, cat(seq(1, 6), seq(50, 2)))
+		more, err := c.TakeEvents(nil)
+		require.NoError(t, err)
+		require.Len(t, more, 1)
+		require.True(t, more[0].HasParent)
+		require.Equal(t, evs[0].BlockHashes[2], more[0].ParentBlockHash)
+		require.Equal(t, got, evs[0].String(), "taken events are the caller's own")
+		if want == "" {
+			want = got
+		}
+		require.Equal(t, want, got, "every engine reports the same event")
+
+		empty, err := c.TakeEvents(nil)
+		require.NoError(t, err)
+		require.Empty(t, empty)
+		require.NoError(t, c.Close())
+		_, err = c.TakeEvents(nil)
+		require.ErrorIs(t, err, ErrClosed)
+	})
+}

@@ -131,7 +131,44 @@ func TestEngines_Differential(t *testing.T) {
 	}
 }
 
-func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) {
+// TestEngines_DifferentialKVEvents runs the differential stream on
+// engines that record KV events (both hash conventions, plain and bigram
+// keys, namespaces with cache salts and adapters) and drains the events
+// every few steps: every engine must report identical events (kinds,
+// block hashes, parents, tokens, namespaces and sessions).
+func TestEngines_DifferentialKVEvents(t *testing.T) {
+	steps := 1500
+	if testing.Short() || raceEnabled {
+		steps = 400
+	}
+	cfgs := []core.Config{
+		{PageSize: 2, Policy: "lru", KVEvents: true},
+		{PageSize: 1, Policy: "lfu", KVEvents: true, HashConvention: core.HashVLLM},
+		{PageSize: 2, Policy: "gdsf", KVEvents: true, HashConvention: core.HashVLLM, Bigram: true},
+	}
+	for i, cfg := range cfgs {
+		seed := uint64(11 + i)
+		t.Run(fmt.Sprintf("seed=%d/page=%d/%s/%s/bigram=%v", seed, cfg.PageSize, cfg.Policy, cfg.HashConvention, cfg.Bigram), func(t *testing.T) {
+			var engs []*diffEngine
+			for _, k := range engineKinds {
+				engs = append(engs, &diffEngine{name: k.name, e: newEngine(t, k.new, cfg)})
+			}
+			kinds := runDifferential(t, seed, steps, engs)
+			for _, k := range []core.EventKind{core.EventBlockStored, core.EventBlockRemoved, core.EventAllBlocksCleared} {
+				require.Positive(t, kinds[k], "the stream produced no %v event", k)
+			}
+			t.Log("events by kind:", kinds)
+		})
+	}
+}
+
+// runDifferential drives engs with seed's stream for steps steps and
+// compares them after every step. When the engines record KV events it
+// also drains them every few steps (and after each reset), compares
+// them, and returns how many of each kind were seen.
+func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) map[core.EventKind]int {
+	kvEvents := engs[0].e.Config().KVEvents
+	eventKinds := map[core.EventKind]int{}
 	g := newWorkloadGen(seed)
 	rng := g.rng
 	nextSlot := int32(0)
@@ -182,6 +219,10 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) {
 			}
 			params := core.InsertParams{Namespace: ns, Tokens: p, Slots: slots, PrevPrefixLen: rng.IntN(3) * rng.IntN(len(p)+1),
 				Priority: int64(rng.IntN(5)), Chunked: rng.IntN(4) == 0, TrackAdopted: rng.IntN(2) == 0}
+			if kvEvents {
+				// Sessions split stored events (without touching the stream).
+				params.SessionID = fmt.Sprintf("req-%d", step%3)
+			}
 			resumable := rng.IntN(3) == 0
 			what = fmt.Sprintf("insert resumable=%v %+v", resumable, params)
 			each(step, what, func(d *diffEngine) stepOut {
@@ -287,5 +328,26 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) {
 		if step%25 == 0 {
 			each(step, what+" (sanity)", func(d *diffEngine) stepOut { return stepOut{"", d.e.SanityCheck()} })
 		}
+		// Drain on a schedule of its own (the stream's random numbers are
+		// untouched), so that events coalesce across several steps.
+		if kvEvents && (step%5 == 4 || what == "reset") {
+			each(step, what+" (events)", func(d *diffEngine) stepOut {
+				evs, err := d.e.TakeEvents(make([]core.Event, 1, 4))
+				var b strings.Builder
+				for _, e := range evs {
+					fmt.Fprintf(&b, "%+v\n", e)
+				}
+				if d == engs[0] {
+					for _, e := range evs[1:] {
+						eventKinds[e.Kind]++
+						if e.Kind == core.EventBlockStored {
+							require.NotEmpty(t, e.SessionID, "step %d: a stored event lost its session", step)
+						}
+					}
+				}
+				return stepOut{b.String(), err}
+			})
+		}
 	}
+	return eventKinds
 }

@@ -11,7 +11,11 @@
 //
 // [Engine] mirrors core.Tree with core's own types (core.MatchResult,
 // core.InsertParams, core.InsertStep, core.Receipt, core.Action, ...), so
-// every engine is interchangeable behind the controller.
+// every engine is interchangeable behind the controller. With
+// core.Config.KVEvents an engine records KV cache events (BlockStored,
+// BlockRemoved, AllBlocksCleared) that the host drains with
+// Engine.TakeEvents, or [Controller.TakeEvents], regularly and forwards to
+// its router; on the wire engines they travel by the take_events op.
 // [NewDirectEngine] calls a core.Tree in process without any encoding; it
 // is the reference engine the others are compared with.
 //

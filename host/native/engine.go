@@ -55,7 +55,20 @@ type Engine interface {
 	SanityCheck() error
 	// Render draws the tree (stable output, for tests and tools).
 	Render() (string, error)
+
+	// TakeEvents appends the KV cache events recorded since the last call
+	// to dst, oldest first, and empties the queue (see core.Tree.TakeEvents
+	// and abi/SPEC.md §4.7). Only an instance created with
+	// core.Config.KVEvents records events; its queue grows until drained,
+	// so a host that enables them calls TakeEvents regularly. The events'
+	// slices (BlockHashes, TokenIDs) may live in the engine's reused
+	// buffers, like actions: they are valid until the next call on the
+	// engine; copy them to keep them.
+	TakeEvents(dst []core.Event) ([]core.Event, error)
+
 	// Reset empties the tree; every handle and receipt becomes stale.
+	// With KV events it discards the undrained events and records
+	// AllBlocksCleared.
 	Reset() error
 	// Close releases the instance; later calls return ErrClosed.
 	Close() error
@@ -193,6 +206,13 @@ func (e *directEngine) Render() (string, error) {
 		return "", errEngineClosed
 	}
 	return e.t.Render(), nil
+}
+
+func (e *directEngine) TakeEvents(dst []core.Event) ([]core.Event, error) {
+	if e.closed {
+		return dst, errEngineClosed
+	}
+	return e.t.TakeEvents(dst), nil
 }
 
 func (e *directEngine) Reset() error {

@@ -124,8 +124,9 @@ type wireEngine struct {
 	q   abi.Request
 	r   abi.Response
 	req []byte
-	// scratch holds decoded actions and their slots until the next call,
-	// the lifetime core gives its own actions.
+	// scratch holds decoded actions and their slots, and decoded events
+	// with their hashes and tokens, until the next call, the lifetime
+	// core gives its own actions.
 	scratch abi.Scratch
 }
 
@@ -432,6 +433,18 @@ func (e *wireEngine) Render() (string, error) {
 		return "", err
 	}
 	return e.r.Text, nil
+}
+
+// TakeEvents appends the guest's events to dst; their BlockHashes and
+// TokenIDs live in the engine's scratch until the next call.
+func (e *wireEngine) TakeEvents(dst []core.Event) ([]core.Event, error) {
+	if err := e.usable(); err != nil {
+		return dst, err
+	}
+	if err := e.roundTrip(abi.OpTakeEvents); err != nil {
+		return dst, err
+	}
+	return append(dst, e.r.Events...), nil
 }
 
 func (e *wireEngine) Reset() error {

@@ -6,9 +6,10 @@
 //
 // [Run] replays a script against a [Target], built afresh by every new
 // command. A Target has the operations of host/native's Engine, with
-// core's types; the inspection commands need an [Inspector] as well, and
-// events, hashes and the serial list of receipts a [TreeIntrospector],
-// which only a core.Tree is. A target whose node ids differ from the
+// core's types; the inspection commands need an [Inspector] as well,
+// events an [EventTaker] (an engine) or a [TreeIntrospector], and hashes
+// and the serial list of receipts a TreeIntrospector, which only a
+// core.Tree is. A target whose node ids differ from the
 // tree's own (an engine behind the wire protocol) is an [IDMapper]: ids
 // are printed, and literal handles read, in core form, so one recording
 // serves all. A target that is an io.Closer is closed when a new command

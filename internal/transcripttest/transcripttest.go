@@ -44,9 +44,18 @@ type Inspector interface {
 	LiveReceiptCount() (int, error)
 }
 
-// TreeIntrospector is what only a core.Tree offers: the events and hashes
-// commands, and receipts listed by serial (a target without it gets the
-// serials the harness counted, checked against LiveReceiptCount).
+// EventTaker is the events command's capability on a target that is not
+// a core.Tree (host/native's Engine has it): it drains the target's KV
+// events. The events' slices need only stay valid until the target's next
+// call. A target without it needs a TreeIntrospector for events.
+type EventTaker interface {
+	TakeEvents(dst []core.Event) ([]core.Event, error)
+}
+
+// TreeIntrospector is what only a core.Tree offers: the hashes command,
+// the events command (unless the target is an EventTaker), and receipts
+// listed by serial (a target without it gets the serials the harness
+// counted, checked against LiveReceiptCount).
 type TreeIntrospector interface {
 	TakeEvents(dst []core.Event) []core.Event
 	PageHashes(node core.NodeID) ([]string, error)
@@ -206,8 +215,17 @@ func (h *harness) do(d *transcript.Cmd) string {
 	case "dfs-order":
 		return h.cmdDFSOrder(d)
 	case "events":
+		var evs []core.Event
+		if et, ok := h.tgt.(EventTaker); ok {
+			var err error
+			if evs, err = et.TakeEvents(nil); err != nil {
+				return h.errOut(err, nil)
+			}
+		} else {
+			evs = h.introspector(d).TakeEvents(nil)
+		}
 		var b strings.Builder
-		for _, e := range h.introspector(d).TakeEvents(nil) {
+		for _, e := range evs {
 			b.WriteString(e.String())
 			b.WriteByte('\n')
 		}
