@@ -1,7 +1,5 @@
 package abi
 
-import "github.com/radixkv/radixkv/core"
-
 // DecodeMatchResponse is [DecodeResponse] for a host that reuses its
 // index buffer: when b is a successful match response, the matched
 // indices are appended to dst (no allocation when dst has room) and
@@ -34,15 +32,7 @@ func DecodeMatchResponseWith(r *Response, b []byte, dst []int32, s *Scratch) err
 	base := len(dst)
 	m.Indices = d.appendI32s("indices", dst)
 	m.DeviceLen = len(m.Indices) - base
-	m.LastDevice = core.NodeID(d.u64("last_device"))
-	m.LastHost = core.NodeID(d.u64("last_host"))
-	m.Best = core.NodeID(d.u64("best"))
-	m.HostHitLen = int(d.i32("host_hit_len"))
-	m.SWAHostHitLen = int(d.i32("swa_host_hit_len"))
-	m.SWABranchingSeqlen = int(d.i32("swa_branching_seqlen"))
-	m.MambaHostHitLen = int(d.i32("mamba_host_hit_len"))
-	m.MambaBranchingSeqlen = int(d.i32("mamba_branching_seqlen"))
-	m.FullKVHitLen = int(d.i32("full_kv_hit_len"))
+	d.matchFields(m)
 	r.Actions = d.actions()
 	d.end()
 	if d.err != nil {

@@ -278,15 +278,7 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 		m := &r.Match
 		m.Indices = d.i32s("indices", nil)
 		m.DeviceLen = len(m.Indices)
-		m.LastDevice = core.NodeID(d.u64("last_device"))
-		m.LastHost = core.NodeID(d.u64("last_host"))
-		m.Best = core.NodeID(d.u64("best"))
-		m.HostHitLen = int(d.i32("host_hit_len"))
-		m.SWAHostHitLen = int(d.i32("swa_host_hit_len"))
-		m.SWABranchingSeqlen = int(d.i32("swa_branching_seqlen"))
-		m.MambaHostHitLen = int(d.i32("mamba_host_hit_len"))
-		m.MambaBranchingSeqlen = int(d.i32("mamba_branching_seqlen"))
-		m.FullKVHitLen = int(d.i32("full_kv_hit_len"))
+		d.matchFields(m)
 	case OpInsert:
 		r.Insert = d.insertResult()
 	case OpBeginInsert, OpResumeInsert:
@@ -497,4 +489,17 @@ func (r *reader) appendU32s(field string, dst []uint32) []uint32 {
 	dst = slices.Grow(dst, n)[:k+n]
 	getWords(dst[k:], b)
 	return dst
+}
+
+// matchFields decodes the match result's fields after its indices.
+func (d *reader) matchFields(m *core.MatchResult) {
+	m.LastDevice = core.NodeID(d.u64("last_device"))
+	m.LastHost = core.NodeID(d.u64("last_host"))
+	m.Best = core.NodeID(d.u64("best"))
+	m.HostHitLen = int(d.i32("host_hit_len"))
+	m.SWAHostHitLen = int(d.i32("swa_host_hit_len"))
+	m.SWABranchingSeqlen = int(d.i32("swa_branching_seqlen"))
+	m.MambaHostHitLen = int(d.i32("mamba_host_hit_len"))
+	m.MambaBranchingSeqlen = int(d.i32("mamba_branching_seqlen"))
+	m.FullKVHitLen = int(d.i32("full_kv_hit_len"))
 }

@@ -405,10 +405,18 @@ func (c *Controller) insertLocked(r *Request, upto int, chunked bool) (res core.
 // released.
 func (c *Controller) abandonLocked(r *Request) error {
 	err := c.eng.Unlock(r.last, r.rcpt, false)
+	c.retire(r)
+	return err
+}
+
+// retire marks r done: the slots it owned past its protected prefix have
+// been freed or handed to the tree, and its buffers go to later arrivals.
+func (c *Controller) retire(r *Request) {
 	c.owned -= len(r.slots) - r.protected
 	c.live--
 	r.done = true
-	return err
+	c.recycle(r.tokens, r.slots)
+	r.tokens, r.slots = nil, nil
 }
 
 // Finish caches r: it inserts the page-aligned part of the computed tokens
@@ -434,11 +442,7 @@ func (c *Controller) Finish(r *Request) error {
 	}
 	err = c.freeSlots(c.kv, r.slots[res.TotalLen:computed])
 	err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, false))
-	c.owned -= computed - r.protected
-	c.live--
-	r.done = true
-	c.recycle(r.tokens, r.slots)
-	r.tokens, r.slots = nil, nil
+	c.retire(r)
 	c.stats.Finished++
 	return err
 }
@@ -516,11 +520,7 @@ func (c *Controller) Abort(r *Request) error {
 	}
 	err := c.freeSlots(c.kv, r.slots[r.protected:])
 	err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, false))
-	c.owned -= len(r.slots) - r.protected
-	c.live--
-	r.done = true
-	c.recycle(r.tokens, r.slots)
-	r.tokens, r.slots = nil, nil
+	c.retire(r)
 	c.stats.Aborted++
 	return err
 }
