@@ -147,29 +147,35 @@ func (r *reader) i32s(field string, dst []int32) []int32 {
 }
 
 // getWords decodes len(dst) little-endian 32-bit words from b (which holds
-// exactly that many). Two words per 64-bit load, indexed with the bounds
-// proven up front: token and slot arrays are the bulk of every message.
+// exactly that many). Four words per step through two 64-bit loads, with
+// the bounds of each step proven once: token and slot arrays are the bulk
+// of every message.
 func getWords[T uint32 | int32](dst []T, b []byte) {
 	b = b[:4*len(dst)]
 	i := 0
-	for ; i+2 <= len(dst); i += 2 {
-		x := le.Uint64(b[4*i : 4*i+8])
-		dst[i], dst[i+1] = T(uint32(x)), T(uint32(x>>32))
+	for ; i+4 <= len(dst); i += 4 {
+		s := b[4*i : 4*i+16]
+		x, y := le.Uint64(s[0:8]), le.Uint64(s[8:16])
+		d := dst[i : i+4 : i+4]
+		d[0], d[1], d[2], d[3] = T(uint32(x)), T(uint32(x>>32)), T(uint32(y)), T(uint32(y>>32))
 	}
-	if i < len(dst) {
+	for ; i < len(dst); i++ {
 		dst[i] = T(le.Uint32(b[4*i : 4*i+4]))
 	}
 }
 
 // putWords encodes v as little-endian 32-bit words into out (exactly
-// 4*len(v) bytes), two words per 64-bit store.
+// 4*len(v) bytes), four words per step through two 64-bit stores.
 func putWords[T uint32 | int32](out []byte, v []T) {
 	out = out[:4*len(v)]
 	i := 0
-	for ; i+2 <= len(v); i += 2 {
-		le.PutUint64(out[4*i:4*i+8], uint64(uint32(v[i]))|uint64(uint32(v[i+1]))<<32)
+	for ; i+4 <= len(v); i += 4 {
+		s := out[4*i : 4*i+16]
+		w := v[i : i+4 : i+4]
+		le.PutUint64(s[0:8], uint64(uint32(w[0]))|uint64(uint32(w[1]))<<32)
+		le.PutUint64(s[8:16], uint64(uint32(w[2]))|uint64(uint32(w[3]))<<32)
 	}
-	if i < len(v) {
+	for ; i < len(v); i++ {
 		le.PutUint32(out[4*i:4*i+4], uint32(v[i]))
 	}
 }
