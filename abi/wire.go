@@ -113,31 +113,21 @@ func (r *reader) count(field string, size int) int {
 }
 
 // u32s decodes a u32 array into dst[:0], growing it only when needed.
-func (r *reader) u32s(field string, dst []uint32) []uint32 {
-	n := r.count(field, 4)
-	b := r.take(field, 4*n)
-	if n == 0 {
-		return nil
-	}
-	if cap(dst) < n {
-		dst = make([]uint32, n)
-	}
-	dst = dst[:n]
-	if len(b) == 4*n {
-		getWords(dst, b)
-	}
-	return dst
-}
+func (r *reader) u32s(field string, dst []uint32) []uint32 { return readWords(r, field, dst) }
 
 // i32s decodes an i32 array into dst[:0], growing it only when needed.
-func (r *reader) i32s(field string, dst []int32) []int32 {
+func (r *reader) i32s(field string, dst []int32) []int32 { return readWords(r, field, dst) }
+
+// readWords decodes a 32-bit word array into dst[:0]; an empty array
+// decodes to nil.
+func readWords[T uint32 | int32](r *reader, field string, dst []T) []T {
 	n := r.count(field, 4)
 	b := r.take(field, 4*n)
 	if n == 0 {
 		return nil
 	}
 	if cap(dst) < n {
-		dst = make([]int32, n)
+		dst = make([]T, n)
 	}
 	dst = dst[:n]
 	if len(b) == 4*n {

@@ -527,35 +527,32 @@ func (c *Controller) Abort(r *Request) error {
 
 const maxSpare = 64
 
-// spareTokenBuf returns an empty token buffer, reused when one is spare.
-func (c *Controller) spareTokenBuf(n int) []uint32 {
-	if k := len(c.spareTokens); k > 0 {
-		b := c.spareTokens[k-1]
-		c.spareTokens[k-1] = nil
-		c.spareTokens = c.spareTokens[:k-1]
-		return b
-	}
-	return make([]uint32, 0, n)
-}
-
-// spareSlotBuf returns an empty slot buffer, reused when one is spare.
-func (c *Controller) spareSlotBuf(n int) []int32 {
-	if k := len(c.spareSlots); k > 0 {
-		b := c.spareSlots[k-1]
-		c.spareSlots[k-1] = nil
-		c.spareSlots = c.spareSlots[:k-1]
-		return b
-	}
-	return make([]int32, 0, n)
-}
+func (c *Controller) spareTokenBuf(n int) []uint32 { return popSpare(&c.spareTokens, n) }
+func (c *Controller) spareSlotBuf(n int) []int32   { return popSpare(&c.spareSlots, n) }
 
 // recycle keeps a finished request's buffers for later arrivals.
 func (c *Controller) recycle(tokens []uint32, slots []int32) {
-	if tokens != nil && len(c.spareTokens) < maxSpare {
-		c.spareTokens = append(c.spareTokens, tokens[:0])
+	pushSpare(&c.spareTokens, tokens)
+	pushSpare(&c.spareSlots, slots)
+}
+
+// popSpare returns an empty buffer from the spares, or a new one with
+// room for n.
+func popSpare[T any](spares *[][]T, n int) []T {
+	s := *spares
+	if k := len(s); k > 0 {
+		b := s[k-1]
+		s[k-1] = nil
+		*spares = s[:k-1]
+		return b
 	}
-	if slots != nil && len(c.spareSlots) < maxSpare {
-		c.spareSlots = append(c.spareSlots, slots[:0])
+	return make([]T, 0, n)
+}
+
+// pushSpare keeps b (emptied) for reuse, up to maxSpare buffers.
+func pushSpare[T any](spares *[][]T, b []T) {
+	if b != nil && len(*spares) < maxSpare {
+		*spares = append(*spares, b[:0])
 	}
 }
 
