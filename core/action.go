@@ -31,6 +31,17 @@ const (
 	ActionFreeDeviceSlots
 	// ActionFreeHostSlots: free Slots of Component's host pool.
 	ActionFreeHostSlots
+	// ActionSWARebuild: Node's SWA value is now the SWA translation of its
+	// Full Slots; the host checks (or builds) that mapping. A barrier.
+	ActionSWARebuild
+	// ActionRecoverSWAWithLockedFull: Node, an SWA tombstone whose Full
+	// slots (Slots) are locked, takes the request's SWA slots instead: map
+	// each Slots[k] to the SWA slot of Incoming[k], unmap Incoming and free
+	// Incoming in the Full pool only. A barrier.
+	ActionRecoverSWAWithLockedFull
+	// ActionMambaEvictExcessPathStates: call Tree.EvictExcessPathStates on
+	// Node and execute its frees. A barrier.
+	ActionMambaEvictExcessPathStates
 )
 
 var actionNames = [...]string{
@@ -40,6 +51,9 @@ var actionNames = [...]string{
 	ActionReplaceWriteThroughOnSplit: "ReplaceWriteThroughOnSplit",
 	ActionFreeDeviceSlots:            "FreeDeviceSlots",
 	ActionFreeHostSlots:              "FreeHostSlots",
+	ActionSWARebuild:                 "SWARebuild",
+	ActionRecoverSWAWithLockedFull:   "RecoverSWAWithLockedFull",
+	ActionMambaEvictExcessPathStates: "MambaEvictExcessPathStates",
 }
 
 // String returns the kind's name.
@@ -72,6 +86,8 @@ type Action struct {
 	Nodes     []NodeID
 	Ack       int64
 	Slots     []int32
+	// Incoming is the request's slots for ActionRecoverSWAWithLockedFull.
+	Incoming []int32
 }
 
 // String renders the action on one line, deterministically.
@@ -87,10 +103,16 @@ func (a Action) String() string {
 	case ActionReplaceWriteThroughOnSplit:
 		fmt.Fprintf(&b, " ack=%d nodes=", a.Ack)
 		writeIDs(&b, a.Nodes)
+	case ActionSWARebuild, ActionRecoverSWAWithLockedFull, ActionMambaEvictExcessPathStates:
+		fmt.Fprintf(&b, " node=%v", a.Node)
 	}
 	if a.Slots != nil {
 		b.WriteString(" slots=")
 		writeInts(&b, a.Slots)
+	}
+	if a.Incoming != nil {
+		b.WriteString(" incoming=")
+		writeInts(&b, a.Incoming)
 	}
 	return b.String()
 }

@@ -80,9 +80,10 @@ const (
 
 func newComponent(c Component) component {
 	switch c {
-	case Full:
-		return fullComponent{}
+	case SWA:
+		return swaComponent{}
+	case Mamba:
+		return mambaComponent{}
 	}
-	// Config validation refuses other components until they exist.
 	return fullComponent{}
 }

@@ -98,6 +98,18 @@ type Config struct {
 	KVEvents bool
 	// HashConvention picks how page digests become event block ids.
 	HashConvention HashConvention
+
+	// SWAWindow is the sliding-window size in atoms; required (≥ 1) with
+	// the SWA component, zero otherwise.
+	SWAWindow int
+	// MambaChunkSize is the Mamba checkpoint granularity in atoms (the
+	// branching length is a multiple of lcm(MambaChunkSize, PageSize)); 0
+	// means one page. Only with the Mamba component.
+	MambaChunkSize int
+	// MambaMaxPathStates caps how many Mamba states one root path keeps on
+	// the device (older, shallower ones are dropped after an insert); 0
+	// means no cap. Only with the Mamba component.
+	MambaMaxPathStates int
 }
 
 // validated is the normalised configuration a Tree runs on.
@@ -114,6 +126,9 @@ type validated struct {
 	kvEvents   bool
 	hashConv   HashConvention
 	policyName string
+	window     int // SWA window in atoms
+	mambaGrid  int // lcm(Mamba chunk, page)
+	pathCap    int // Mamba states per path; 0 = no cap
 }
 
 func (c Config) validate() (validated, error) {
@@ -141,8 +156,20 @@ func (c Config) validate() (validated, error) {
 	if !set.Has(Full) {
 		return v, fmt.Errorf("%w: component set %s lacks full, which every tree needs", ErrInvalidConfig, set)
 	}
-	if set.Has(SWA) || set.Has(Mamba) {
-		return v, fmt.Errorf("%w: component set %s: only {full} is implemented so far", ErrUnsupported, set)
+	if set.Has(SWA) != (c.SWAWindow != 0) {
+		return v, fmt.Errorf("%w: SWA window %d with component set %s (the window is required with swa and only with swa)", ErrInvalidConfig, c.SWAWindow, set)
+	}
+	if c.SWAWindow < 0 || c.SWAWindow > 1<<30 {
+		return v, fmt.Errorf("%w: SWA window %d out of range [1, 2^30]", ErrInvalidConfig, c.SWAWindow)
+	}
+	if !set.Has(Mamba) && (c.MambaChunkSize != 0 || c.MambaMaxPathStates != 0) {
+		return v, fmt.Errorf("%w: Mamba chunk size %d / path cap %d set without the mamba component", ErrInvalidConfig, c.MambaChunkSize, c.MambaMaxPathStates)
+	}
+	if c.MambaChunkSize < 0 || c.MambaChunkSize > 1<<20 {
+		return v, fmt.Errorf("%w: Mamba chunk size %d out of range [0, 2^20]", ErrInvalidConfig, c.MambaChunkSize)
+	}
+	if c.MambaMaxPathStates < 0 {
+		return v, fmt.Errorf("%w: Mamba path cap %d is negative", ErrInvalidConfig, c.MambaMaxPathStates)
 	}
 	name := strings.ToLower(strings.TrimSpace(c.Policy))
 	if name == "" {
@@ -184,9 +211,25 @@ func (c Config) validate() (validated, error) {
 		kvEvents:   c.KVEvents,
 		hashConv:   c.HashConvention,
 		policyName: name,
+		window:     c.SWAWindow,
+		pathCap:    c.MambaMaxPathStates,
+	}
+	if set.Has(Mamba) {
+		chunk := c.MambaChunkSize
+		if chunk == 0 {
+			chunk = c.PageSize
+		}
+		v.mambaGrid = chunk / gcd(chunk, c.PageSize) * c.PageSize
 	}
 	if c.Bigram {
 		v.width = 2
 	}
 	return v, nil
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }

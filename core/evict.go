@@ -4,9 +4,11 @@ import "fmt"
 
 // EvictStep reports one step of an eviction walk.
 type EvictStep struct {
-	// Node is the leaf the step evicted (zero when none).
+	// Node is the leaf the step evicted, or (SWA and Mamba walks) the
+	// inner node whose component value it dropped; zero when none.
 	Node NodeID
-	// Freed is the device atoms this step freed.
+	// Freed is what this step freed of the walked component on the
+	// device: atoms, or states for Mamba.
 	Freed int
 	// Actions lists the frees for the host to execute.
 	Actions []Action
@@ -40,11 +42,17 @@ type evictWalk struct {
 	heap       []heapEntry
 	lastParent int32
 	parentGen  uint32
+	// auxiliary walks: the next list member to visit
+	cursor    int32
+	cursorGen uint32
 }
 
 // EvictStart begins a step-wise device eviction of component c that aims
-// to free want atoms. Candidates are ordered by the tree's policy (the
-// order is fixed at start; later touches do not reorder them).
+// to free want atoms (states for Mamba). Full candidates are the
+// evictable leaves in the tree's policy order (fixed at start; later
+// touches do not reorder them). SWA and Mamba walk their recency list from
+// the least recent unlocked member: an evictable leaf goes whole, an inner
+// node loses that component's value (and those ranked below it).
 // Errors: ErrBroken, ErrEvictionInFlight, ErrInvalidArgument.
 func (t *Tree) EvictStart(c Component, want int) error {
 	if err := t.checkUsable(); err != nil {
@@ -60,7 +68,10 @@ func (t *Tree) EvictStart(c Component, want int) error {
 		return fmt.Errorf("%w: cannot evict %d atoms", ErrInvalidArgument, want)
 	}
 	w := &t.walk
-	*w = evictWalk{active: true, comp: c, want: want, heap: w.heap[:0], lastParent: nilIdx}
+	*w = evictWalk{active: true, comp: c, want: want, heap: w.heap[:0], lastParent: nilIdx, cursor: nilIdx}
+	if c != Full {
+		return nil
+	}
 	for _, i := range t.dset {
 		w.heap = append(w.heap, t.heapEntry(i))
 	}
@@ -104,6 +115,9 @@ func (t *Tree) evictNext(dst []Action) (EvictStep, []Action, error) {
 	if w.freed >= w.want {
 		return EvictStep{Done: true}, dst, nil
 	}
+	if w.comp != Full {
+		return t.auxEvictNext(dst)
+	}
 	for len(w.heap) > 0 {
 		var e heapEntry
 		e, w.heap = heapPop(w.heap)
@@ -123,6 +137,89 @@ func (t *Tree) evictNext(dst []Action) (EvictStep, []Action, error) {
 		return EvictStep{Node: id, Freed: freed, Actions: dst[mark:len(dst):len(dst)]}, dst, nil
 	}
 	return EvictStep{Done: true}, dst, nil
+}
+
+// auxEvictNext is one step of an SWA or Mamba walk.
+func (t *Tree) auxEvictNext(dst []Action) (EvictStep, []Action, error) {
+	w := &t.walk
+	c := w.comp
+	x := w.cursor
+	if x == nilIdx || !t.nodes[x].live || t.nodes[x].gen != w.cursorGen ||
+		!t.inLRU(x, tierDevice, c) || t.nodes[x].lock[c] != 0 {
+		x = t.lruOldestUnlocked(tierDevice, c)
+	}
+	if x == nilIdx {
+		return EvictStep{Done: true}, dst, nil
+	}
+	w.cursor = t.lruNewerUnlocked(x, tierDevice, c)
+	if w.cursor != nilIdx {
+		w.cursorGen = t.nodes[w.cursor].gen
+	}
+	before := t.evictable[c] + t.protected[c]
+	id := t.handle(x)
+	mark := len(dst)
+	if t.nodes[x].dpos >= 0 {
+		if t.cfg.policy.onEvict != nil {
+			t.cfg.policy.onEvict(t, &t.nodes[x])
+		}
+		dst, _ = t.deleteDeviceLeaf(x, dst)
+	} else {
+		var err error
+		if dst, err = t.cascade(x, c, layerDevice, dst); err != nil {
+			return EvictStep{}, dst, err
+		}
+	}
+	freed := before - t.evictable[c] - t.protected[c]
+	w.freed += freed
+	return EvictStep{Node: id, Freed: freed, Actions: dst[mark:len(dst):len(dst)]}, dst, nil
+}
+
+// cascade drops component trig's value on node i for one layer, with the
+// values of every component that ranks at or below it there (on a leaf
+// all rank equal; inside the tree Full > SWA > Mamba). A locked
+// higher-ranked component stays; a locked lower-ranked one would be
+// stranded, which the lock rules make impossible, so it breaks the tree.
+// A Full device value goes last: the SWA free is named by Full slots.
+func (t *Tree) cascade(i int32, trig Component, l layer, acts []Action) ([]Action, error) {
+	n := &t.nodes[i]
+	leaf := n.dpos >= 0
+	tc := t.byKind[trig]
+	tp, tip := tc.priority(leaf), tc.priority(false)
+	var victims [numComponents]bool
+	for _, c := range t.comps {
+		k := c.kind()
+		if k == trig || c.priority(leaf) > tp {
+			continue
+		}
+		has, locked := n.dev[k] != nil, n.lock[k] != 0
+		if l == layerHost {
+			has, locked = n.host[k] != nil, n.hostLock[k] != 0
+		}
+		if !has {
+			continue
+		}
+		if locked {
+			if c.priority(false) >= tip {
+				continue
+			}
+			return acts, t.fail("cascade from %s: a %s lock strands %v", trig, k, t.handle(i))
+		}
+		victims[k] = true
+	}
+	fullLast := trig == Full && l == layerDevice
+	if !fullLast {
+		acts, _ = tc.evict(t, i, l, acts)
+	}
+	for _, c := range t.comps {
+		if victims[c.kind()] {
+			acts, _ = c.evict(t, i, l, acts)
+		}
+	}
+	if fullLast {
+		acts, _ = tc.evict(t, i, l, acts)
+	}
+	t.refreshLeaf(i)
+	return acts, nil
 }
 
 // EvictEnd finishes the eviction walk (idempotent).

@@ -25,6 +25,20 @@ type InsertParams struct {
 	TrackAdopted bool
 	// SessionID is attributed to newly stored blocks in KV events.
 	SessionID string
+
+	// SWAEvictedSeqlen (SWA trees only) is how many leading atoms of the
+	// sequence the request no longer holds SWA slots for (they left its
+	// window and were freed); page-aligned. The tree keeps those positions
+	// as SWA tombstones and frees duplicates of them Full-only.
+	SWAEvictedSeqlen int
+	// SWABranchingSeqlen (SWA trees only), when positive, is the branching
+	// length the request's match reported; InsertResult.SWABranchInserted
+	// tells whether this insert reached it.
+	SWABranchingSeqlen int
+	// MambaSlot is the request's Mamba state slot, required (≥ 0) in Mamba
+	// trees and ignored otherwise. The tree adopts it unless the target
+	// node already has a state (InsertResult.MambaExist).
+	MambaSlot int32
 }
 
 // Range is a half-open atom range [Start, End) of an insert key.
@@ -38,9 +52,14 @@ type InsertResult struct {
 	TotalLen int
 	// LastDevice is the node at the end of the inserted path.
 	LastDevice NodeID
-	// MambaExist reports whether a Mamba state covers the sequence
-	// (vacuously true for an empty insert).
+	// MambaExist reports that the tree did not adopt the request's Mamba
+	// slot because a state already covers the sequence (the caller frees
+	// its slot); vacuously true for an empty insert and in trees without
+	// Mamba.
 	MambaExist bool
+	// SWABranchInserted reports that the key reached the
+	// SWABranchingSeqlen given in the params.
+	SWABranchInserted bool
 	// Adopted lists, per component, the key ranges whose incoming slots
 	// the tree kept; nil unless TrackAdopted was set.
 	Adopted [][]Range
@@ -83,12 +102,16 @@ type insertState struct {
 	prev     int
 	session  string
 	priority int64
-	chunked  bool
-	cursor   int
-	newLeaf  bool
-	target   int32
-	res      InsertResult
-	pending  []Action
+	// auxiliary components' inputs
+	swaEvicted   int
+	swaBranching int
+	mambaSlot    int32
+	chunked      bool
+	cursor       int
+	newLeaf      bool
+	target       int32
+	res          InsertResult
+	pending      []Action
 }
 
 // own copies the key and value into tree-owned buffers before the insert
@@ -100,6 +123,17 @@ func (s *insertState) own() {
 	s.keyBuf = append(s.keyBuf[:0], s.key...)
 	s.valBuf = append(s.valBuf[:0], s.value...)
 	s.key, s.value, s.owned = s.keyBuf, s.valBuf, true
+}
+
+// slots returns value[from:to] for an action: an alias of the caller's
+// buffer while the insert runs in one call, a copy once the tree owns the
+// value (its buffer is reused by the next insert).
+func (s *insertState) slots(from, to int) []int32 {
+	v := s.value[from:to:to]
+	if s.owned {
+		v = append([]int32(nil), v...)
+	}
+	return v
 }
 
 // adopt records that the tree kept incoming slots [s, e) of component c.
@@ -154,6 +188,9 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 	if p.PrevPrefixLen < 0 || p.PrevPrefixLen > L {
 		return InsertStep{}, errRange("prev prefix length", p.PrevPrefixLen, L)
 	}
+	if err := t.checkAuxParams(p, L); err != nil {
+		return InsertStep{}, err
+	}
 	// One branch-free pass; search for the culprit only on failure.
 	var or int32
 	for _, s := range p.Slots[:L] {
@@ -189,7 +226,11 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 		priority: p.Priority,
 		chunked:  p.Chunked,
 		target:   nilIdx,
-		res:      InsertResult{TotalLen: L},
+
+		swaEvicted:   p.SWAEvictedSeqlen,
+		swaBranching: p.SWABranchingSeqlen,
+		mambaSlot:    p.MambaSlot,
+		res:          InsertResult{TotalLen: L},
 	}
 	if p.TrackAdopted {
 		s.res.Adopted = make([][]Range, numComponents)
@@ -304,14 +345,17 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 		}
 		// Incoming slots past the request's own cached prefix duplicate
 		// slots the tree already holds: the host frees them.
+		// Those below the request's SWA-evicted length already lost
+		// their SWA side, so they are freed Full-only.
 		if d0 := max(s.prev-c, 0); d0 < consumed {
-			// Caller-owned slots may be handed back as they are; the
-			// tree's own buffer is reused by the next insert.
-			dup := s.value[c+d0 : c+consumed : c+consumed]
-			if s.owned {
-				dup = append([]int32(nil), dup...)
+			from, to := c+d0, c+consumed
+			a := min(max(s.swaEvicted-from, 0), to-from)
+			if a > 0 {
+				s.pending = append(s.pending, Action{Kind: ActionFreeDeviceKVFullOnly, Slots: s.slots(from, from+a)})
 			}
-			s.pending = append(s.pending, Action{Kind: ActionFreeDeviceKV, Slots: dup})
+			if from+a < to {
+				s.pending = append(s.pending, Action{Kind: ActionFreeDeviceKV, Slots: s.slots(from+a, to)})
+			}
 		}
 	}
 	if t.hitCheck(i, s.chunked) {
@@ -319,6 +363,20 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 	}
 	s.node = i
 	s.cursor += p
+	return nil
+}
+
+// checkAuxParams validates the SWA and Mamba insert parameters.
+func (t *Tree) checkAuxParams(p InsertParams, L int) error {
+	if !t.cfg.set.Has(SWA) && (p.SWAEvictedSeqlen != 0 || p.SWABranchingSeqlen != 0) {
+		return fmt.Errorf("%w: SWA evicted/branching lengths given to a tree without swa (%s)", ErrInvalidArgument, t.cfg.set)
+	}
+	if e := p.SWAEvictedSeqlen; e < 0 || e%t.cfg.page != 0 {
+		return fmt.Errorf("%w: SWA evicted length %d must be a non-negative multiple of the page size %d", ErrInvalidArgument, e, t.cfg.page)
+	}
+	if t.cfg.set.Has(Mamba) && L > 0 && p.MambaSlot < 0 {
+		return fmt.Errorf("%w: a mamba tree needs the request's state slot (got %d)", ErrInvalidArgument, p.MambaSlot)
+	}
 	return nil
 }
 

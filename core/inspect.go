@@ -25,6 +25,8 @@ type NodeInfo struct {
 	Creation   int64
 	// DLeaf reports membership in the evictable device leaf set.
 	DLeaf bool
+	// SWAUUID is the SWA lock-window boundary stamp (0: none).
+	SWAUUID int64
 }
 
 // Inspect returns a copy of node's state.
@@ -47,6 +49,7 @@ func (t *Tree) Inspect(node NodeID) (NodeInfo, error) {
 		LastAccess: n.lastAccess,
 		Creation:   n.creation,
 		DLeaf:      n.dpos >= 0,
+		SWAUUID:    n.swaUUID,
 	}
 	if n.parent != nilIdx {
 		info.Parent = t.handle(n.parent)
@@ -111,8 +114,19 @@ func (t *Tree) dfs(i int32, depth int, visit func(i int32, depth int)) {
 // the transcript tests compare.
 func (t *Tree) Render() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tree page=%d policy=%s evictable=%d protected=%d\n",
+	fmt.Fprintf(&b, "tree page=%d policy=%s evictable=%d protected=%d",
 		t.cfg.page, t.cfg.policyName, t.evictable[Full], t.protected[Full])
+	for _, c := range t.comps[1:] {
+		k := c.kind()
+		fmt.Fprintf(&b, " %s=%d/%d", k, t.evictable[k], t.protected[k])
+	}
+	for _, c := range t.comps[1:] {
+		if ids := t.LRUOrder(c.kind(), false); len(ids) > 0 {
+			fmt.Fprintf(&b, " %s.lru=", c.kind())
+			writeIDs(&b, ids)
+		}
+	}
+	b.WriteByte('\n')
 	t.dfs(rootIdx, 0, func(i int32, depth int) {
 		if i == rootIdx {
 			return
@@ -128,8 +142,12 @@ func (t *Tree) Render() string {
 		writeInts(&b, n.key)
 		for c := range numComponents {
 			if v := n.dev[c]; v != nil {
-				fmt.Fprintf(&b, " %s=", Component(c))
-				writeInts(&b, v)
+				if Component(c) == SWA {
+					b.WriteString(" swa") // its slots are the full slots
+				} else {
+					fmt.Fprintf(&b, " %s=", Component(c))
+					writeInts(&b, v)
+				}
 			} else if c == int(Full) {
 				b.WriteString(" full=evicted")
 			}
@@ -140,6 +158,9 @@ func (t *Tree) Render() string {
 			if n.lock[c] != 0 {
 				fmt.Fprintf(&b, " %s.lock=%d", Component(c), n.lock[c])
 			}
+		}
+		if n.swaUUID != 0 {
+			fmt.Fprintf(&b, " uuid=%d", n.swaUUID)
 		}
 		if n.hits != 0 {
 			fmt.Fprintf(&b, " hits=%d", n.hits)

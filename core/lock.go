@@ -28,6 +28,9 @@ type Receipt struct {
 type liveReceipt struct {
 	idx int32
 	r   Receipt
+	// swaReleased is set once UnlockSWA dropped the SWA segment (and the
+	// Mamba lock) early; the final Unlock must then pass skipSWA.
+	swaReleased bool
 }
 
 // Lock protects node and its path to the root from eviction for every
@@ -49,11 +52,15 @@ func (t *Tree) Lock(node NodeID, skip ComponentSet) (Receipt, error) {
 	if skip&^t.cfg.set != 0 {
 		return Receipt{}, fmt.Errorf("%w: skip set %s names components the tree lacks (%s)", ErrInvalidArgument, skip, t.cfg.set)
 	}
+	if skip.Has(SWA) && t.cfg.set.Has(Mamba) && !skip.Has(Mamba) {
+		// SWA eviction would have to drop a Mamba state it cannot touch.
+		return Receipt{}, fmt.Errorf("%w: skipping the swa lock requires skipping mamba too", ErrInvalidArgument)
+	}
 	t.receiptSerial++
 	r := Receipt{Node: node, Serial: t.receiptSerial, Skipped: skip}
 	if i == rootIdx {
 		// Locking the root protects nothing; the receipt still pairs.
-		t.receipts[r.Serial] = liveReceipt{i, r}
+		t.receipts[r.Serial] = liveReceipt{idx: i, r: r}
 		return r, nil
 	}
 	for _, c := range t.comps {
@@ -62,55 +69,118 @@ func (t *Tree) Lock(node NodeID, skip ComponentSet) (Receipt, error) {
 		}
 	}
 	t.refreshLeaf(i)
-	t.receipts[r.Serial] = liveReceipt{i, r}
+	t.receipts[r.Serial] = liveReceipt{idx: i, r: r}
 	return r, nil
 }
 
-// Unlock releases the lock a receipt proves. skipSWA leaves the SWA part
-// (and the components below it) alone after an early SWA release.
+// Unlock releases the lock a receipt proves. skipSWA must be set exactly
+// when UnlockSWA already released the receipt's SWA part early (it is
+// ignored by trees without SWA).
 // Errors: ErrBroken, ErrStaleNode, ErrReceipt (the receipt was taken on
-// another node, was already released, or is not from this tree).
+// another node, was already released, is not from this tree, or skipSWA
+// does not match an early release).
 func (t *Tree) Unlock(node NodeID, r Receipt, skipSWA bool) error {
-	if err := t.checkUsable(); err != nil {
-		return err
-	}
-	i, err := t.resolve(node)
+	i, live, err := t.liveReceipt(node, r)
 	if err != nil {
 		return err
 	}
-	if r.Node != node {
-		return fmt.Errorf("%w: receipt %d was taken on %v, released on %v", ErrReceipt, r.Serial, r.Node, node)
-	}
-	live, ok := t.receipts[r.Serial]
-	if !ok {
-		return fmt.Errorf("%w: receipt %d is not live (already released, or issued before a reset or by another tree)", ErrReceipt, r.Serial)
-	}
-	if live.idx != i || live.r != r {
-		return fmt.Errorf("%w: receipt %d does not match the one issued (%+v)", ErrReceipt, r.Serial, live.r)
+	hasSWA := t.cfg.set.Has(SWA)
+	if hasSWA && skipSWA != live.swaReleased {
+		if skipSWA {
+			return fmt.Errorf("%w: receipt %d: skipSWA set, but its SWA lock was not released early (UnlockSWA)", ErrReceipt, r.Serial)
+		}
+		return fmt.Errorf("%w: receipt %d: its SWA lock was released early; unlock with skipSWA", ErrReceipt, r.Serial)
 	}
 	if i == rootIdx {
 		delete(t.receipts, r.Serial)
 		return nil
 	}
+	// Components at or below SWA's priority went with the early release.
+	skip := r.Skipped
+	if hasSWA && live.swaReleased {
+		skip = skip.With(SWA).With(Mamba)
+	}
 	for k := len(t.comps) - 1; k >= 0; k-- {
 		c := t.comps[k]
-		if r.Skipped.Has(c.kind()) || (skipSWA && c.kind() != Full) {
-			continue
-		}
-		if !c.canRelease(t, i, &r) {
+		if !skip.Has(c.kind()) && !c.canRelease(t, i, &r) {
 			return t.fail("receipt %d: %s lock count already zero on the path of %v", r.Serial, c.kind(), node)
 		}
 	}
 	for k := len(t.comps) - 1; k >= 0; k-- {
-		c := t.comps[k]
-		if r.Skipped.Has(c.kind()) || (skipSWA && c.kind() != Full) {
-			continue
+		if c := t.comps[k]; !skip.Has(c.kind()) {
+			c.release(t, i, &r)
 		}
-		c.release(t, i, &r)
 	}
 	delete(t.receipts, r.Serial)
 	t.refreshLeaf(i)
 	return nil
+}
+
+// UnlockSWA releases the SWA part of a lock early (and the Mamba part,
+// which ranks below it), keeping Full locked: a request whose sequence
+// has moved a whole window past its cached prefix no longer reads that
+// prefix's SWA KV. Release the rest later with Unlock(..., skipSWA=true).
+// A node left as an evictable device leaf loses its SWA value at once;
+// the frees are returned.
+// Errors: ErrBroken, ErrStaleNode, ErrInvalidArgument (no SWA
+// component), ErrReceipt (as Unlock, or the SWA part was skipped or
+// already released).
+func (t *Tree) UnlockSWA(node NodeID, r Receipt) ([]Action, error) {
+	if !t.cfg.set.Has(SWA) {
+		return nil, fmt.Errorf("%w: the tree has no swa component", ErrInvalidArgument)
+	}
+	i, live, err := t.liveReceipt(node, r)
+	if err != nil {
+		return nil, err
+	}
+	if live.swaReleased {
+		return nil, fmt.Errorf("%w: receipt %d: SWA lock already released early", ErrReceipt, r.Serial)
+	}
+	if r.Skipped.Has(SWA) {
+		return nil, fmt.Errorf("%w: receipt %d did not take the SWA lock", ErrReceipt, r.Serial)
+	}
+	mamba := t.byKind[Mamba] != nil && !r.Skipped.Has(Mamba)
+	if i != rootIdx {
+		if !t.byKind[SWA].canRelease(t, i, &r) || (mamba && !t.byKind[Mamba].canRelease(t, i, &r)) {
+			return nil, t.fail("receipt %d: swa/mamba lock count already zero on the path of %v", r.Serial, node)
+		}
+	}
+	live.swaReleased = true
+	t.receipts[r.Serial] = live
+	if i == rootIdx {
+		return nil, nil
+	}
+	t.arena = t.arena[:0]
+	var acts []Action
+	t.swaRelease(i, &r, &acts)
+	if mamba {
+		t.byKind[Mamba].release(t, i, &r)
+	}
+	t.refreshLeaf(i)
+	return acts, nil
+}
+
+// liveReceipt resolves node and checks that r is the live receipt issued
+// for it.
+func (t *Tree) liveReceipt(node NodeID, r Receipt) (int32, liveReceipt, error) {
+	if err := t.checkUsable(); err != nil {
+		return nilIdx, liveReceipt{}, err
+	}
+	i, err := t.resolve(node)
+	if err != nil {
+		return nilIdx, liveReceipt{}, err
+	}
+	if r.Node != node {
+		return nilIdx, liveReceipt{}, fmt.Errorf("%w: receipt %d was taken on %v, released on %v", ErrReceipt, r.Serial, r.Node, node)
+	}
+	live, ok := t.receipts[r.Serial]
+	if !ok {
+		return nilIdx, liveReceipt{}, fmt.Errorf("%w: receipt %d is not live (already released, or issued before a reset or by another tree)", ErrReceipt, r.Serial)
+	}
+	if live.idx != i || live.r != r {
+		return nilIdx, liveReceipt{}, fmt.Errorf("%w: receipt %d does not match the one issued (%+v)", ErrReceipt, r.Serial, live.r)
+	}
+	return i, live, nil
 }
 
 // LiveReceiptCount returns the number of unreleased receipts.

@@ -30,6 +30,9 @@ type MatchResult struct {
 	// MambaBranchingSeqlen is the chunk-aligned length that would have hit
 	// had a Mamba state been saved there, or -1.
 	MambaBranchingSeqlen int
+	// MambaSlot is LastDevice's Mamba state slot, which the request forks
+	// (copy on write) before extending the sequence; -1 when none.
+	MambaSlot int32
 	// FullKVHitLen is the longest Full prefix on either tier, regardless of
 	// other components.
 	FullKVHitLen int
@@ -53,7 +56,7 @@ type matchWalk struct {
 // Match allocates nothing when dst has room and no split is needed.
 // Errors: ErrBroken.
 func (t *Tree) Match(dst []int32, ns Namespace, tokens []uint32) (MatchResult, error) {
-	r := MatchResult{Indices: dst, SWABranchingSeqlen: -1, MambaBranchingSeqlen: -1}
+	r := MatchResult{Indices: dst, SWABranchingSeqlen: -1, MambaBranchingSeqlen: -1, MambaSlot: -1}
 	if err := t.checkUsable(); err != nil {
 		return r, err
 	}
@@ -68,7 +71,7 @@ func (t *Tree) Match(dst []int32, ns Namespace, tokens []uint32) (MatchResult, e
 	if ok {
 		var err error
 		if r.Indices, r.Actions, err = t.matchWalk(&w, r.Indices, nsID, q, L); err != nil {
-			return MatchResult{Indices: dst}, err
+			return MatchResult{Indices: dst, SWABranchingSeqlen: -1, MambaBranchingSeqlen: -1, MambaSlot: -1}, err
 		}
 	}
 	r.Indices = r.Indices[:len(dst)+w.deviceLen]

@@ -42,6 +42,9 @@ type node struct {
 	lock     [numComponents]uint32  // device lock refs
 	hostLock [numComponents]uint32  // host lock refs
 
+	lru     [numTiers][numComponents]lruLink // auxiliary recency lists
+	swaUUID int64                            // SWA lock-window boundary stamp; 0 = none
+
 	devChildren int32 // children with a Full device value
 	dpos        int32 // index in the D-leaf set, or -1
 
@@ -138,6 +141,11 @@ func (t *Tree) alloc(ns uint32, key []uint32) int32 {
 func (t *Tree) release(i int32) {
 	n := &t.nodes[i]
 	n.live = false
+	for tr := range numTiers {
+		for c := SWA; c < numComponents; c++ {
+			t.lruRemove(i, tr, c)
+		}
+	}
 	t.keys.put(n.key)
 	n.key = nil
 	n.hash, n.evHash = nil, nil
@@ -240,6 +248,25 @@ func (t *Tree) setDevice(i int32, c Component, v []int32) {
 		}
 	}
 	n.dev[c] = v
+}
+
+// setAuxDevice sets or clears (v == nil) an auxiliary component's device
+// value, keeping list membership: a new value becomes the most recent and
+// leaves the host list (the node is no longer host-only).
+func (t *Tree) setAuxDevice(i int32, c Component, v []int32) {
+	n := &t.nodes[i]
+	had := n.dev[c] != nil
+	n.dev[c] = v
+	switch {
+	case v == nil && had:
+		t.lruRemove(i, tierDevice, c)
+		if n.host[c] != nil && n.hostLock[c] == 0 {
+			t.lruFront(i, tierHost, c)
+		}
+	case v != nil && !had:
+		t.lruFront(i, tierDevice, c)
+		t.lruRemove(i, tierHost, c)
+	}
 }
 
 // Key and value buffers of deleted nodes are recycled for new ones: a

@@ -26,15 +26,27 @@ func (t *Tree) SanityCheck() error {
 	}
 
 	// Expected lock counts from the live receipts.
-	wantLock := make([]uint32, len(t.nodes))
+	wantLock := make([][numComponents]uint32, len(t.nodes))
 	for serial, live := range t.receipts {
 		i := live.idx
 		if !t.nodes[i].live {
 			add("receipt %d: locks freed slot %d", serial, i)
 			continue
 		}
+		if i == rootIdx {
+			continue
+		}
 		for j := i; j != rootIdx && j != nilIdx; j = t.nodes[j].parent {
-			wantLock[j]++
+			wantLock[j][Full]++
+		}
+		early := live.swaReleased
+		if t.cfg.set.Has(SWA) && !live.r.Skipped.Has(SWA) && !early {
+			if !t.swaSegment(i, live.r.SWAUUID, func(j int32) { wantLock[j][SWA]++ }) {
+				add("receipt %d: SWA boundary %d not found above %v", serial, live.r.SWAUUID, t.handle(i))
+			}
+		}
+		if t.cfg.set.Has(Mamba) && !live.r.Skipped.Has(Mamba) && !early {
+			wantLock[i][Mamba]++
 		}
 	}
 
@@ -74,7 +86,16 @@ func (t *Tree) SanityCheck() error {
 		if v := n.host[Full]; v != nil && len(v) != atoms {
 			add("%v: full host value has %d slots for %d atoms", id, len(v), atoms)
 		}
+		if v := n.dev[SWA]; v != nil && (n.dev[Full] == nil || len(v) != len(n.dev[Full]) || &v[0] != &n.dev[Full][0]) {
+			add("%v: swa device value is not its full slots", id)
+		}
+		if v := n.dev[Mamba]; v != nil && len(v) != 1 {
+			add("%v: mamba device value holds %d slots", id, len(v))
+		}
 		for c := SWA; c < numComponents; c++ {
+			if (n.dev[c] != nil || n.host[c] != nil) && !t.cfg.set.Has(c) {
+				add("%v: holds %s data the tree does not have", id, c)
+			}
 			if n.dev[c] != nil && n.dev[Full] == nil {
 				add("%v: %s device value without a full device value", id, c)
 			}
@@ -94,8 +115,10 @@ func (t *Tree) SanityCheck() error {
 		if !t.cfg.writeBack && n.host[Full] != nil && n.parent != rootIdx && p.host[Full] == nil {
 			add("%v: backed up but its parent is not (write-through)", id)
 		}
-		if n.lock[Full] != wantLock[i] {
-			add("%v: full lock %d, but live receipts account for %d", id, n.lock[Full], wantLock[i])
+		for c := range numComponents {
+			if n.lock[c] != wantLock[i][c] {
+				add("%v: %s lock %d, but live receipts account for %d", id, Component(c), n.lock[c], wantLock[i][c])
+			}
 		}
 		devChildren := int32(0)
 		for _, c := range n.children {
@@ -133,6 +156,7 @@ func (t *Tree) SanityCheck() error {
 	if n := t.edgeCount(); n != live {
 		add("tree: edge map holds %d entries for %d nodes", n, live)
 	}
+	t.checkLRUs(add)
 	if dleaves != len(t.dset) {
 		add("tree: D-leaf set holds %d entries, %d valid", len(t.dset), dleaves)
 	}

@@ -22,8 +22,9 @@ import (
 //   - each node's lock count equals the number of live receipts whose
 //     lock walk covers it.
 type Tree struct {
-	cfg   validated
-	comps []component
+	cfg    validated
+	comps  []component
+	byKind [numComponents]component // nil for components the tree lacks
 
 	nodes []node
 	free  []int32
@@ -38,6 +39,8 @@ type Tree struct {
 	evictable [numComponents]int
 	protected [numComponents]int
 	dset      []int32 // evictable device leaves, in no particular order
+	lrus      [numTiers][numComponents]lruList
+	swaUUIDs  int64 // last SWA boundary stamp issued (never reset)
 
 	receipts      map[uint64]liveReceipt // by serial
 	receiptSerial uint64
@@ -76,8 +79,10 @@ func New(cfg Config) (*Tree, error) {
 	}
 	for _, c := range v.comps {
 		t.comps = append(t.comps, newComponent(c))
+		t.byKind[c] = t.comps[len(t.comps)-1]
 	}
 	t.initRoot()
+	t.clearLRUs()
 	return t, nil
 }
 
@@ -132,6 +137,7 @@ func (t *Tree) Reset() {
 	t.evictable = [numComponents]int{}
 	t.protected = [numComponents]int{}
 	t.dset = t.dset[:0]
+	t.clearLRUs()
 	clear(t.receipts)
 	t.ins = insertState{keyBuf: t.ins.keyBuf[:0], valBuf: t.ins.valBuf[:0]}
 	t.walk = evictWalk{heap: t.walk.heap[:0]}
@@ -141,6 +147,14 @@ func (t *Tree) Reset() {
 	t.events = t.events[:0]
 	if t.cfg.kvEvents {
 		t.events = append(t.events, Event{Kind: EventAllBlocksCleared})
+	}
+}
+
+func (t *Tree) clearLRUs() {
+	for tr := range t.lrus {
+		for c := range t.lrus[tr] {
+			t.lrus[tr][c] = lruList{head: nilIdx, tail: nilIdx}
+		}
 	}
 }
 
