@@ -69,7 +69,7 @@ func TestNew(t *testing.T) {
 		{"mamba chunk without mamba", Config{PageSize: 1, MambaChunkSize: 4}, ErrInvalidConfig, "without the mamba"},
 		{"mamba negative chunk", Config{PageSize: 1, Components: []Component{Mamba, Full}, MambaChunkSize: -2}, ErrInvalidConfig, "out of range"},
 		{"mamba negative cap", Config{PageSize: 1, Components: []Component{Mamba, Full}, MambaMaxPathStates: -1}, ErrInvalidConfig, "negative"},
-		{"host tier", Config{PageSize: 1, HostTier: true}, ErrUnsupported, "host tier"},
+		{"linker with mamba", Config{PageSize: 1, Components: []Component{Full, Mamba}, ExternalLinker: true}, ErrUnsupported, "linker"},
 		{"write policy", Config{PageSize: 1, WritePolicy: 5}, ErrInvalidConfig, "write policy"},
 		{"threshold", Config{PageSize: 1, WriteThroughThreshold: -1}, ErrInvalidConfig, "threshold"},
 	}
@@ -121,7 +121,10 @@ func TestErrors(t *testing.T) {
 	reach := map[error]func(tr *Tree) error{
 		ErrInvalidConfig: func(*Tree) error { _, err := New(Config{}); return err },
 		ErrUnknownPolicy: func(*Tree) error { _, err := New(Config{PageSize: 1, Policy: "x"}); return err },
-		ErrUnsupported:   func(*Tree) error { _, err := New(Config{PageSize: 1, HostTier: true}); return err },
+		ErrUnsupported: func(*Tree) error {
+			_, err := New(Config{PageSize: 1, Components: []Component{Full, Mamba}, ExternalLinker: true})
+			return err
+		},
 		ErrInvalidArgument: func(tr *Tree) error {
 			_, _, err := tr.Evict(Full, -1, nil)
 			return err

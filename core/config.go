@@ -106,6 +106,10 @@ type Config struct {
 	// branching length is a multiple of lcm(MambaChunkSize, PageSize)); 0
 	// means one page. Only with the Mamba component.
 	MambaChunkSize int
+	// ExternalLinker enables the external cache linker: write-through
+	// backups also go to an external store, tracked per node (pending,
+	// stored). Not available with Mamba.
+	ExternalLinker bool
 	// MambaMaxPathStates caps how many Mamba states one root path keeps on
 	// the device (older, shallower ones are dropped after an insert); 0
 	// means no cap. Only with the Mamba component.
@@ -126,6 +130,7 @@ type validated struct {
 	kvEvents   bool
 	hashConv   HashConvention
 	policyName string
+	linker     bool
 	window     int // SWA window in atoms
 	mambaGrid  int // lcm(Mamba chunk, page)
 	pathCap    int // Mamba states per path; 0 = no cap
@@ -185,8 +190,8 @@ func (c Config) validate() (validated, error) {
 	if c.WriteThroughThreshold < 0 {
 		return v, fmt.Errorf("%w: write-through threshold %d is negative", ErrInvalidConfig, c.WriteThroughThreshold)
 	}
-	if c.HostTier {
-		return v, fmt.Errorf("%w: the host tier is not implemented yet", ErrUnsupported)
+	if c.ExternalLinker && set.Has(Mamba) {
+		return v, fmt.Errorf("%w: the external cache linker cannot carry mamba states (component set %s)", ErrUnsupported, set)
 	}
 	if c.HashConvention > HashVLLM {
 		return v, fmt.Errorf("%w: unknown hash convention %d", ErrInvalidConfig, c.HashConvention)
@@ -212,6 +217,7 @@ func (c Config) validate() (validated, error) {
 		hashConv:   c.HashConvention,
 		policyName: name,
 		window:     c.SWAWindow,
+		linker:     c.ExternalLinker,
 		pathCap:    c.MambaMaxPathStates,
 	}
 	if set.Has(Mamba) {

@@ -47,6 +47,11 @@ type evictWalk struct {
 	cursorGen uint32
 }
 
+// With the host tier, an evicted leaf that is backed up is demoted (its
+// host copy stays in the tree); under write-back an unbacked leaf yields
+// an ActionBackupKV instead and is left as it is: the host backs it up
+// and calls Demote (or DropSubtreeNoHost), and only then is it freed.
+//
 // EvictStart begins a step-wise device eviction of component c that aims
 // to free want atoms (states for Mamba). Full candidates are the
 // evictable leaves in the tree's policy order (fixed at start; later
@@ -131,8 +136,12 @@ func (t *Tree) evictNext(dst []Action) (EvictStep, []Action, error) {
 			t.cfg.policy.onEvict(t, n)
 		}
 		mark := len(dst)
-		var freed int
-		dst, freed = t.deleteDeviceLeaf(e.idx, dst)
+		before := t.evictable[Full] + t.protected[Full]
+		var err error
+		if dst, err = t.evictDeviceLeaf(e.idx, dst); err != nil {
+			return EvictStep{}, dst, err
+		}
+		freed := before - t.evictable[Full] - t.protected[Full]
 		w.freed += freed
 		return EvictStep{Node: id, Freed: freed, Actions: dst[mark:len(dst):len(dst)]}, dst, nil
 	}
@@ -158,16 +167,17 @@ func (t *Tree) auxEvictNext(dst []Action) (EvictStep, []Action, error) {
 	before := t.evictable[c] + t.protected[c]
 	id := t.handle(x)
 	mark := len(dst)
+	var err error
 	if t.nodes[x].dpos >= 0 {
 		if t.cfg.policy.onEvict != nil {
 			t.cfg.policy.onEvict(t, &t.nodes[x])
 		}
-		dst, _ = t.deleteDeviceLeaf(x, dst)
+		dst, err = t.evictDeviceLeaf(x, dst)
 	} else {
-		var err error
-		if dst, err = t.cascade(x, c, layerDevice, dst); err != nil {
-			return EvictStep{}, dst, err
-		}
+		dst, err = t.cascade(x, c, layerDevice, dst)
+	}
+	if err != nil {
+		return EvictStep{}, dst, err
 	}
 	freed := before - t.evictable[c] - t.protected[c]
 	w.freed += freed

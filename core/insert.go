@@ -1,6 +1,9 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // InsertParams describes a resumable or one-shot insert.
 type InsertParams struct {
@@ -366,6 +369,20 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 	return nil
 }
 
+// insertSplit splits node i at atom offset at during an insert, queueing
+// the split's action if any; it returns the new prefix node, or nilIdx if
+// the tree broke.
+func (t *Tree) insertSplit(s *insertState, i int32, at int) int32 {
+	prefix, act, err := t.split(i, at)
+	if err != nil {
+		return nilIdx
+	}
+	if act != nil {
+		s.pending = append(s.pending, *act)
+	}
+	return prefix
+}
+
 // checkAuxParams validates the SWA and Mamba insert parameters.
 func (t *Tree) checkAuxParams(p InsertParams, L int) error {
 	if !t.cfg.set.Has(SWA) && (p.SWAEvictedSeqlen != 0 || p.SWABranchingSeqlen != 0) {
@@ -387,6 +404,7 @@ func (t *Tree) unevict(i int32, fresh []int32, session string) {
 	t.account(i, Full, len(fresh))
 	t.refreshLeaf(i)
 	t.refreshLeaf(t.nodes[i].parent)
+	t.addCoexist(i)
 	t.recordStored(i, MediumGPU, session)
 }
 
@@ -427,13 +445,20 @@ func (t *Tree) insertTail(s *insertState) {
 			comp.refreshLRU(t, phaseInsertEnd, s.target)
 		}
 	}
-	if s.newLeaf && t.hitCheck(s.target, s.chunked) {
+	if s.newLeaf {
+		if t.hitCheck(s.target, s.chunked) {
+			s.pending = append(s.pending, t.backupAction(s.target))
+		}
+		return
+	}
+	if n := &t.nodes[s.target]; t.cfg.hostTier && s.target != rootIdx && n.backuped() && n.wtPending == 0 && t.needsAuxBackup(s.target) {
 		s.pending = append(s.pending, t.backupAction(s.target))
 	}
 }
 
 // hitCheck counts a hit on node i and reports whether it should now be
-// written through to the host tier.
+// written through to the host tier (or, with the external linker, to the
+// external store).
 func (t *Tree) hitCheck(i int32, chunked bool) bool {
 	n := &t.nodes[i]
 	if n.evicted() || chunked || t.cfg.writeBack {
@@ -441,23 +466,55 @@ func (t *Tree) hitCheck(i int32, chunked bool) bool {
 	}
 	n.hits++
 	n.credit = t.inflation + n.hits
-	return t.cfg.hostTier && !n.backuped() && n.hits >= t.cfg.wtThresh
+	if n.hits < t.cfg.wtThresh {
+		return false
+	}
+	if t.cfg.linker {
+		return !n.extStored && n.extPending == 0
+	}
+	return t.cfg.hostTier && !n.backuped()
 }
 
 // backupAction lists the chain to back up for node i: under write-through
-// the node and its ancestors up to the first backed-up one, ancestors
-// first; under write-back the node alone.
+// the node and its ancestors up to the first one already backed up (or,
+// with the linker, externally stored or pending), ancestors first; under
+// write-back the node alone.
 func (t *Tree) backupAction(i int32) Action {
-	var chain []NodeID
-	if t.cfg.writeBack {
-		chain = []NodeID{t.handle(i)}
-	} else {
-		for j := i; j != rootIdx && !t.nodes[j].backuped(); j = t.nodes[j].parent {
+	chain := []NodeID{t.handle(i)}
+	if !t.cfg.writeBack {
+		for j := t.nodes[i].parent; j != rootIdx && !t.chainStop(j); j = t.nodes[j].parent {
 			chain = append(chain, t.handle(j))
 		}
-		for a, b := 0, len(chain)-1; a < b; a, b = a+1, b-1 {
-			chain[a], chain[b] = chain[b], chain[a]
-		}
+		slices.Reverse(chain)
 	}
 	return Action{Kind: ActionBackupKV, Node: t.handle(i), Nodes: chain}
+}
+
+func (t *Tree) chainStop(j int32) bool {
+	n := &t.nodes[j]
+	if t.cfg.linker {
+		return n.extStored || n.extPending != 0
+	}
+	return n.backuped()
+}
+
+// needsAuxBackup reports whether a backed-up insert target still has
+// auxiliary device data without a host copy: SWA in the window above it
+// (stopping at a pending node), or (write-through only) its Mamba state.
+func (t *Tree) needsAuxBackup(i int32) bool {
+	if t.byKind[SWA] != nil {
+		seen := 0
+		for j := i; j != rootIdx && seen < t.cfg.window; j = t.nodes[j].parent {
+			n := &t.nodes[j]
+			if n.wtPending != 0 {
+				break
+			}
+			if n.dev[SWA] != nil && n.host[SWA] == nil {
+				return true
+			}
+			seen += t.keyAtoms(n)
+		}
+	}
+	n := &t.nodes[i]
+	return !t.cfg.writeBack && n.dev[Mamba] != nil && n.host[Mamba] == nil
 }

@@ -21,6 +21,8 @@ type Receipt struct {
 	SWAHostUUID int64
 	// Skipped lists the components the lock left untaken.
 	Skipped ComponentSet
+	// Host marks a host-tier lock (HostLock), released with HostUnlock.
+	Host bool
 }
 
 // liveReceipt is the tree's copy of an unreleased receipt: the release
@@ -84,6 +86,9 @@ func (t *Tree) Unlock(node NodeID, r Receipt, skipSWA bool) error {
 	if err != nil {
 		return err
 	}
+	if r.Host {
+		return fmt.Errorf("%w: receipt %d is a host lock; release it with HostUnlock", ErrReceipt, r.Serial)
+	}
 	hasSWA := t.cfg.set.Has(SWA)
 	if hasSWA && skipSWA != live.swaReleased {
 		if skipSWA {
@@ -132,6 +137,9 @@ func (t *Tree) UnlockSWA(node NodeID, r Receipt) ([]Action, error) {
 	i, live, err := t.liveReceipt(node, r)
 	if err != nil {
 		return nil, err
+	}
+	if r.Host {
+		return nil, fmt.Errorf("%w: receipt %d is a host lock", ErrReceipt, r.Serial)
 	}
 	if live.swaReleased {
 		return nil, fmt.Errorf("%w: receipt %d: SWA lock already released early", ErrReceipt, r.Serial)

@@ -205,6 +205,8 @@ func (t *Tree) split(child int32, at int) (int32, *Action, error) {
 	c = &t.nodes[child] // alloc may grow the arena
 	p := &t.nodes[prefix]
 	p.priority, p.hits, p.creation, p.credit = c.priority, c.hits, c.creation, c.credit
+	p.wtPending, p.pin, p.pinGen = c.wtPending, c.pin, c.pinGen
+	p.extStored, p.extPending = c.extStored, c.extPending
 
 	// The prefix takes the child's place in the parent's children and on
 	// its edge chain: same parent, namespace and first page.
@@ -228,6 +230,12 @@ func (t *Tree) split(child int32, at int) (int32, *Action, error) {
 	c.lastAccess = t.nextTick()
 	t.refreshLeaf(prefix)
 	t.refreshLeaf(child)
+	t.addCoexist(prefix)
+	if c.wtPending != 0 {
+		// The host's publish list names the child; it now stands for both.
+		return prefix, &Action{Kind: ActionReplaceWriteThroughOnSplit, Ack: c.wtPending,
+			Nodes: []NodeID{t.handle(child), t.handle(prefix), t.handle(child)}}, nil
+	}
 	return prefix, nil, nil
 }
 

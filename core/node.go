@@ -44,9 +44,20 @@ type node struct {
 
 	lru     [numTiers][numComponents]lruLink // auxiliary recency lists
 	swaUUID int64                            // SWA lock-window boundary stamp; 0 = none
+	// swaHostUUID is the host lock-window boundary stamp; 0 = none.
+	swaHostUUID int64
 
 	devChildren int32 // children with a Full device value
 	dpos        int32 // index in the D-leaf set, or -1
+	hpos        int32 // index in the H-leaf set, or -1
+
+	// host tier bookkeeping
+	wtPending  int64  // ack id of a write-through in flight; 0 = none
+	pin        int32  // load-back anchor pinning the node (write-back); nilIdx = none
+	pinGen     uint32 // the anchor's generation
+	coexist    bool   // listed in the coexistence list
+	extStored  bool   // the external cache linker stored the node
+	extPending int64  // external offload in flight; 0 = none
 
 	lastAccess int64
 	creation   int64
@@ -129,6 +140,8 @@ func (t *Tree) alloc(ns uint32, key []uint32) int32 {
 		pos:      -1,
 		edgeNext: nilIdx,
 		dpos:     -1,
+		hpos:     -1,
+		pin:      nilIdx,
 	}
 	tick := t.nextTick()
 	n.creation, n.lastAccess = tick, tick

@@ -87,7 +87,7 @@ func (swaComponent) overlap(t *Tree, s *insertState, i int32, p int) int {
 		return 0
 	case e < c+p:
 		k := e - c
-		if _, _, err := t.split(i, k); err != nil {
+		if t.insertSplit(s, i, k) == nilIdx {
 			return p // split only fails on a broken tree, which reports it
 		}
 		t.swaRecover(s, i, e, p-k)
@@ -137,7 +137,7 @@ func (swaComponent) recoverAfterUnevict(t *Tree, s *insertState, i int32, p int)
 	switch {
 	case e <= c:
 	case e < c+p:
-		if _, _, err := t.split(i, e-c); err != nil {
+		if t.insertSplit(s, i, e-c) == nilIdx {
 			return
 		}
 		from = e
@@ -164,7 +164,7 @@ func (swaComponent) commit(t *Tree, s *insertState, target int32, newLeaf bool) 
 		return
 	}
 	if sp > 0 {
-		if _, _, err := t.split(target, sp); err != nil {
+		if t.insertSplit(s, target, sp) == nilIdx {
 			return
 		}
 		from += sp
@@ -172,8 +172,8 @@ func (swaComponent) commit(t *Tree, s *insertState, target int32, newLeaf bool) 
 	s.adopt(SWA, from, s.L)
 	limit := (t.cfg.window + t.cfg.page - 1) / t.cfg.page * t.cfg.page
 	if n := s.L - from; t.nodes[target].lock[SWA] == 0 && n > limit {
-		older, _, err := t.split(target, n-limit)
-		if err != nil {
+		older := t.insertSplit(s, target, n-limit)
+		if older == nilIdx {
 			return
 		}
 		t.setSWA(older)
@@ -187,17 +187,21 @@ func (swaComponent) commit(t *Tree, s *insertState, target int32, newLeaf bool) 
 // copies the locks and moves the boundary stamps to the prefix, the top
 // of any lock segment that covered the child. The prefix ranks just less
 // recent than the child.
-func (swaComponent) split(t *Tree, prefix, child int32, _ int) {
+func (swaComponent) split(t *Tree, prefix, child int32, at int) {
 	p, c := &t.nodes[prefix], &t.nodes[child]
 	if c.dev[SWA] != nil {
 		p.dev[SWA], c.dev[SWA] = p.dev[Full], c.dev[Full]
 		t.lruAfter(child, prefix, tierDevice, SWA)
 	}
-	if c.host[SWA] != nil {
-		p.host[SWA], c.host[SWA] = p.host[Full], c.host[Full]
+	if h := c.host[SWA]; h != nil {
+		p.host[SWA], c.host[SWA] = h[:at:at], h[at:]
+		if t.inLRU(child, tierHost, SWA) {
+			t.lruAfter(child, prefix, tierHost, SWA)
+		}
 	}
 	p.lock[SWA], p.hostLock[SWA] = c.lock[SWA], c.hostLock[SWA]
 	p.swaUUID, c.swaUUID = c.swaUUID, 0
+	p.swaHostUUID, c.swaHostUUID = c.swaHostUUID, 0
 }
 
 // acquire locks the window segment above i: every node up to and

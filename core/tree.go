@@ -38,7 +38,11 @@ type Tree struct {
 
 	evictable [numComponents]int
 	protected [numComponents]int
-	dset      []int32 // evictable device leaves, in no particular order
+	dset      []int32            // evictable device leaves, in no particular order
+	hset      []int32            // evictable host leaves, in no particular order
+	coexist   []nodeRef          // settled nodes with Full on both tiers, oldest first; stale entries allowed
+	hostUsed  [numComponents]int // host slots held by the tree
+	loadBacks map[int32]uint32   // anchors of load-backs awaiting FinishLoadBack (write-back pins)
 	lrus      [numTiers][numComponents]lruList
 	swaUUIDs  int64 // last SWA boundary stamp issued (never reset)
 
@@ -63,6 +67,20 @@ type Tree struct {
 
 const rootIdx int32 = 0
 
+// nodeRef is an arena index with the generation it was taken at, so a
+// list can hold nodes that may be freed meanwhile.
+type nodeRef struct {
+	idx int32
+	gen uint32
+}
+
+func (t *Tree) ref(i int32) nodeRef { return nodeRef{i, t.nodes[i].gen} }
+
+func (t *Tree) valid(r nodeRef) bool {
+	n := &t.nodes[r.idx]
+	return n.live && n.gen == r.gen
+}
+
 // New validates cfg and returns an empty tree.
 // Errors: ErrInvalidConfig, ErrUnknownPolicy, ErrUnsupported.
 func New(cfg Config) (*Tree, error) {
@@ -71,11 +89,12 @@ func New(cfg Config) (*Tree, error) {
 		return nil, err
 	}
 	t := &Tree{
-		cfg:      v,
-		edges:    make(map[edgeKey]int32),
-		nsIDs:    make(map[Namespace]uint32),
-		nsList:   []Namespace{{}},
-		receipts: make(map[uint64]liveReceipt),
+		cfg:       v,
+		edges:     make(map[edgeKey]int32),
+		nsIDs:     make(map[Namespace]uint32),
+		nsList:    []Namespace{{}},
+		receipts:  make(map[uint64]liveReceipt),
+		loadBacks: make(map[int32]uint32),
 	}
 	for _, c := range v.comps {
 		t.comps = append(t.comps, newComponent(c))
@@ -93,7 +112,7 @@ func (t *Tree) initRoot() {
 	} else {
 		// Reset keeps slot 0 for the root; alloc would take the free list's top.
 		n := &t.nodes[rootIdx]
-		*n = node{gen: n.gen + 1, live: true, parent: nilIdx, pos: -1, edgeNext: nilIdx, dpos: -1, children: n.children[:0]}
+		*n = node{gen: n.gen + 1, live: true, parent: nilIdx, pos: -1, edgeNext: nilIdx, dpos: -1, hpos: -1, pin: nilIdx, children: n.children[:0]}
 		tick := t.nextTick()
 		n.creation, n.lastAccess = tick, tick
 		r = rootIdx
@@ -137,6 +156,10 @@ func (t *Tree) Reset() {
 	t.evictable = [numComponents]int{}
 	t.protected = [numComponents]int{}
 	t.dset = t.dset[:0]
+	t.hset = t.hset[:0]
+	t.coexist = t.coexist[:0]
+	t.hostUsed = [numComponents]int{}
+	clear(t.loadBacks)
 	t.clearLRUs()
 	clear(t.receipts)
 	t.ins = insertState{keyBuf: t.ins.keyBuf[:0], valBuf: t.ins.valBuf[:0]}
@@ -224,15 +247,26 @@ func (t *Tree) account(i int32, c Component, delta int) {
 	}
 }
 
-// refreshLeaf puts node i in or out of the D-leaf set to match its
-// predicate.
+// refreshLeaf puts node i in or out of the D-leaf and H-leaf sets to
+// match their predicates. A D-leaf (evictable device leaf) holds Full on
+// the device, has no device lock, no load-back pin and no child on the
+// device. An H-leaf (evictable host leaf) holds Full on the host only, has
+// no lock on either tier, no pin and no children at all.
 func (t *Tree) refreshLeaf(i int32) {
 	n := &t.nodes[i]
-	want := i != rootIdx && n.live && n.dev[Full] != nil && !n.devLocked() && n.devChildren == 0
-	if want == (n.dpos >= 0) {
-		return
+	ok := i != rootIdx && n.live && n.pin == nilIdx && !n.devLocked()
+	if want := ok && n.dev[Full] != nil && n.devChildren == 0; want != (n.dpos >= 0) {
+		t.dpos(i, want)
 	}
-	if want {
+	if want := ok && n.dev[Full] == nil && n.host[Full] != nil && !n.hostLocked() && len(n.children) == 0; want != (n.hpos >= 0) {
+		t.hpos(i, want)
+	}
+}
+
+// dpos adds node i to or removes it from the D-leaf set.
+func (t *Tree) dpos(i int32, in bool) {
+	n := &t.nodes[i]
+	if in {
 		n.dpos = int32(len(t.dset))
 		t.dset = append(t.dset, i)
 		return
@@ -242,6 +276,21 @@ func (t *Tree) refreshLeaf(i int32) {
 	t.nodes[last].dpos = n.dpos
 	t.dset = t.dset[:len(t.dset)-1]
 	n.dpos = -1
+}
+
+// hpos adds node i to or removes it from the H-leaf set.
+func (t *Tree) hpos(i int32, in bool) {
+	n := &t.nodes[i]
+	if in {
+		n.hpos = int32(len(t.hset))
+		t.hset = append(t.hset, i)
+		return
+	}
+	last := t.hset[len(t.hset)-1]
+	t.hset[n.hpos] = last
+	t.nodes[last].hpos = n.hpos
+	t.hset = t.hset[:len(t.hset)-1]
+	n.hpos = -1
 }
 
 // touch restamps a node's access tick.
