@@ -42,6 +42,10 @@ const (
 	// ActionMambaEvictExcessPathStates: call Tree.EvictExcessPathStates on
 	// Node and execute its frees. A barrier.
 	ActionMambaEvictExcessPathStates
+	// ActionRebuildFullToSWAMapping: a load-back restored Node's SWA data
+	// into the device SWA slots Incoming; map each Full slot Slots[k] to
+	// Incoming[k].
+	ActionRebuildFullToSWAMapping
 )
 
 var actionNames = [...]string{
@@ -54,6 +58,7 @@ var actionNames = [...]string{
 	ActionSWARebuild:                 "SWARebuild",
 	ActionRecoverSWAWithLockedFull:   "RecoverSWAWithLockedFull",
 	ActionMambaEvictExcessPathStates: "MambaEvictExcessPathStates",
+	ActionRebuildFullToSWAMapping:    "RebuildFullToSWAMapping",
 }
 
 // String returns the kind's name.
@@ -86,7 +91,8 @@ type Action struct {
 	Nodes     []NodeID
 	Ack       int64
 	Slots     []int32
-	// Incoming is the request's slots for ActionRecoverSWAWithLockedFull.
+	// Incoming is the request's slots for ActionRecoverSWAWithLockedFull
+	// and the device SWA slots for ActionRebuildFullToSWAMapping.
 	Incoming []int32
 }
 
@@ -103,7 +109,7 @@ func (a Action) String() string {
 	case ActionReplaceWriteThroughOnSplit:
 		fmt.Fprintf(&b, " ack=%d nodes=", a.Ack)
 		writeIDs(&b, a.Nodes)
-	case ActionSWARebuild, ActionRecoverSWAWithLockedFull, ActionMambaEvictExcessPathStates:
+	case ActionSWARebuild, ActionRecoverSWAWithLockedFull, ActionMambaEvictExcessPathStates, ActionRebuildFullToSWAMapping:
 		fmt.Fprintf(&b, " node=%v", a.Node)
 	}
 	if a.Slots != nil {

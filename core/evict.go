@@ -45,6 +45,8 @@ type evictWalk struct {
 	// auxiliary walks: the next list member to visit
 	cursor    int32
 	cursorGen uint32
+	// hostHeap is EvictHost's scratch heap.
+	hostHeap []heapEntry
 }
 
 // With the host tier, an evicted leaf that is backed up is demoted (its
@@ -73,7 +75,7 @@ func (t *Tree) EvictStart(c Component, want int) error {
 		return fmt.Errorf("%w: cannot evict %d atoms", ErrInvalidArgument, want)
 	}
 	w := &t.walk
-	*w = evictWalk{active: true, comp: c, want: want, heap: w.heap[:0], lastParent: nilIdx, cursor: nilIdx}
+	*w = evictWalk{active: true, comp: c, want: want, heap: w.heap[:0], lastParent: nilIdx, cursor: nilIdx, hostHeap: w.hostHeap}
 	if c != Full {
 		return nil
 	}

@@ -105,6 +105,7 @@ func (fullComponent) evict(t *Tree, i int32, l layer, acts []Action) ([]Action, 
 	if l&layerHost != 0 && n.host[Full] != nil {
 		v := n.host[Full]
 		n.host[Full] = nil
+		t.hostUsed[Full] -= len(v)
 		acts = append(acts, Action{Kind: ActionFreeHostSlots, Component: Full, Node: t.handle(i), Slots: v})
 		if l == layerHost {
 			freed += len(v)

@@ -142,9 +142,7 @@ func (t *Tree) CommitBackup(node NodeID, c BackupCommit) error {
 	if c.Full != nil {
 		n.host[Full] = slices.Clone(c.Full)
 		t.hostUsed[Full] += len(c.Full)
-		if t.cfg.writeBack {
-			t.addCoexist(i)
-		}
+		t.addCoexist(i)
 	}
 	for k, e := range s.SWA {
 		j, _ := t.resolve(e.Node)
@@ -172,13 +170,35 @@ func sameShape(what string, spec, host []int32) error {
 
 // addCoexist lists node i as holding Full on both tiers (write-back
 // reclaims such host copies first).
+// Only write-back uses the list. Entries of freed or changed nodes are
+// dropped lazily; the list is compacted when it outgrows the arena.
 func (t *Tree) addCoexist(i int32) {
 	n := &t.nodes[i]
-	if n.coexist || n.dev[Full] == nil || n.host[Full] == nil || n.wtPending != 0 {
+	if !t.cfg.writeBack || n.coexist || !t.coexisting(i) {
 		return
 	}
 	n.coexist = true
 	t.coexist = append(t.coexist, t.ref(i))
+	if len(t.coexist) >= 2*len(t.nodes)+64 {
+		kept := t.coexist[:0]
+		for _, r := range t.coexist {
+			if !t.valid(r) {
+				continue
+			}
+			if t.coexisting(r.idx) {
+				kept = append(kept, r)
+			} else {
+				t.nodes[r.idx].coexist = false
+			}
+		}
+		t.coexist = kept
+	}
+}
+
+// coexisting reports whether node i holds settled Full data on both tiers.
+func (t *Tree) coexisting(i int32) bool {
+	n := &t.nodes[i]
+	return n.dev[Full] != nil && n.host[Full] != nil && n.wtPending == 0
 }
 
 // MarkWriteThroughPending marks backed-up nodes as being written to the

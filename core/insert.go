@@ -469,10 +469,7 @@ func (t *Tree) hitCheck(i int32, chunked bool) bool {
 	if n.hits < t.cfg.wtThresh {
 		return false
 	}
-	if t.cfg.linker {
-		return !n.extStored && n.extPending == 0
-	}
-	return t.cfg.hostTier && !n.backuped()
+	return (t.cfg.linker && !n.extStored && n.extPending == 0) || (t.cfg.hostTier && !n.backuped())
 }
 
 // backupAction lists the chain to back up for node i: under write-through
@@ -492,10 +489,7 @@ func (t *Tree) backupAction(i int32) Action {
 
 func (t *Tree) chainStop(j int32) bool {
 	n := &t.nodes[j]
-	if t.cfg.linker {
-		return n.extStored || n.extPending != 0
-	}
-	return n.backuped()
+	return n.backuped() || n.extStored || n.extPending != 0
 }
 
 // needsAuxBackup reports whether a backed-up insert target still has

@@ -181,7 +181,7 @@ func (t *Tree) checkLRUs(add func(string, ...any)) {
 				if tr == tierDevice {
 					want = n.dev[c] != nil
 				} else {
-					want = n.host[c] != nil && n.dev[c] == nil
+					want = n.host[c] != nil && n.dev[c] == nil && n.hostLock[c] == 0
 				}
 				if n.lru[tr][c].in != want {
 					add("%v: %s %s-list membership %v, value says %v", t.handle(int32(idx)), c, [...]string{"device", "host"}[tr], n.lru[tr][c].in, want)

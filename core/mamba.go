@@ -110,6 +110,7 @@ func (mambaComponent) evict(t *Tree, i int32, l layer, acts []Action) ([]Action,
 	if l&layerHost != 0 && n.host[Mamba] != nil {
 		v := n.host[Mamba]
 		n.host[Mamba] = nil
+		t.hostUsed[Mamba] -= len(v)
 		t.lruRemove(i, tierHost, Mamba)
 		acts = append(acts, Action{Kind: ActionFreeHostSlots, Component: Mamba, Node: t.handle(i), Slots: v})
 		if l == layerHost {

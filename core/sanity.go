@@ -27,8 +27,12 @@ func (t *Tree) SanityCheck() error {
 
 	// Expected lock counts from the live receipts.
 	wantLock := make([][numComponents]uint32, len(t.nodes))
+	wantHost := make([][numComponents]uint32, len(t.nodes))
 	for serial, live := range t.receipts {
 		i := live.idx
+		if live.r.Host {
+			continue
+		}
 		if !t.nodes[i].live {
 			add("receipt %d: locks freed slot %d", serial, i)
 			continue
@@ -49,9 +53,11 @@ func (t *Tree) SanityCheck() error {
 			wantLock[i][Mamba]++
 		}
 	}
+	t.checkHostReceipts(wantHost, add)
 
 	var evictable, protected [numComponents]int
-	live, edges, dleaves := 0, 0, 0
+	live, edges, dleaves, hleaves, coexistFlags := 0, 0, 0, 0, 0
+	var hostUsed [numComponents]int
 	wordsPerPage := t.cfg.page * t.cfg.width
 	for idx := range t.nodes {
 		i := int32(idx)
@@ -129,7 +135,35 @@ func (t *Tree) SanityCheck() error {
 		if devChildren != n.devChildren {
 			add("%v: counts %d device children, has %d", id, n.devChildren, devChildren)
 		}
-		isLeaf := n.dev[Full] != nil && !n.devLocked() && devChildren == 0
+		for c := range numComponents {
+			if n.hostLock[c] != wantHost[i][c] {
+				add("%v: %s host lock %d, but live host receipts account for %d", id, Component(c), n.hostLock[c], wantHost[i][c])
+			}
+			hostUsed[c] += len(n.host[c])
+		}
+		if n.pin != nilIdx {
+			if g, ok := t.loadBacks[n.pin]; !ok || !t.nodes[n.pin].live || t.nodes[n.pin].gen != g || n.pinGen != g {
+				add("%v: pinned by %d, which has no load-back in flight", id, n.pin)
+			}
+		}
+		if n.wtPending != 0 && !n.backuped() {
+			add("%v: write-through pending but not backed up", id)
+		}
+		if t.cfg.writeBack && t.coexisting(i) && !n.coexist {
+			add("%v: holds full on both tiers but is not in the coexistence list", id)
+		}
+		if n.coexist {
+			coexistFlags++
+		}
+		isHLeaf := n.pin == nilIdx && !n.devLocked() && n.dev[Full] == nil && n.host[Full] != nil && !n.hostLocked() && len(n.children) == 0
+		inH := n.hpos >= 0 && int(n.hpos) < len(t.hset) && t.hset[n.hpos] == i
+		if isHLeaf != inH {
+			add("%v: evictable host leaf is %v but H-leaf set membership is %v", id, isHLeaf, inH)
+		}
+		if inH {
+			hleaves++
+		}
+		isLeaf := n.pin == nilIdx && n.dev[Full] != nil && !n.devLocked() && devChildren == 0
 		inSet := n.dpos >= 0 && int(n.dpos) < len(t.dset) && t.dset[n.dpos] == i
 		if isLeaf != inSet {
 			add("%v: evictable device leaf is %v but D-leaf set membership is %v", id, isLeaf, inSet)
@@ -157,6 +191,26 @@ func (t *Tree) SanityCheck() error {
 		add("tree: edge map holds %d entries for %d nodes", n, live)
 	}
 	t.checkLRUs(add)
+	if hleaves != len(t.hset) {
+		add("tree: H-leaf set holds %d entries, %d valid", len(t.hset), hleaves)
+	}
+	if hostUsed != t.hostUsed {
+		add("tree: host slots recorded %v, nodes hold %v", t.hostUsed, hostUsed)
+	}
+	listed := 0
+	for _, r := range t.coexist {
+		if t.valid(r) && t.nodes[r.idx].coexist {
+			listed++
+		}
+	}
+	if listed != coexistFlags {
+		add("tree: %d nodes flagged coexisting, %d listed", coexistFlags, listed)
+	}
+	for a, g := range t.loadBacks {
+		if !t.nodes[a].live || t.nodes[a].gen != g {
+			add("tree: load-back anchor %d was freed", a)
+		}
+	}
 	if dleaves != len(t.dset) {
 		add("tree: D-leaf set holds %d entries, %d valid", len(t.dset), dleaves)
 	}
@@ -205,4 +259,24 @@ func (t *Tree) edgeCount() int {
 		}
 	}
 	return k
+}
+
+// checkHostReceipts adds the host lock counts the live host receipts
+// account for.
+func (t *Tree) checkHostReceipts(want [][numComponents]uint32, add func(string, ...any)) {
+	for serial, live := range t.receipts {
+		i := live.idx
+		if !live.r.Host || i == rootIdx || !t.nodes[i].live {
+			continue
+		}
+		if !live.r.Skipped.Has(Full) {
+			want[i][Full]++
+		}
+		if t.cfg.set.Has(SWA) && !t.swaHostSegment(i, live.r.SWAHostUUID, func(j int32) { want[j][SWA]++ }) {
+			add("host receipt %d: SWA boundary %d not found above %v", serial, live.r.SWAHostUUID, t.handle(i))
+		}
+		if t.cfg.set.Has(Mamba) {
+			want[i][Mamba]++
+		}
+	}
 }

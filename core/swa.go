@@ -295,6 +295,7 @@ func (swaComponent) evict(t *Tree, i int32, l layer, acts []Action) ([]Action, i
 	if l&layerHost != 0 && n.host[SWA] != nil {
 		v := n.host[SWA]
 		n.host[SWA] = nil
+		t.hostUsed[SWA] -= len(v)
 		t.lruRemove(i, tierHost, SWA)
 		acts = append(acts, Action{Kind: ActionFreeHostSlots, Component: SWA, Node: t.handle(i), Slots: v})
 		if l == layerHost {
