@@ -5,12 +5,28 @@ import (
 	"strings"
 )
 
+// Ongoing names the host-tier operations in flight, for
+// SanityCheckOngoing: nodes whose write-through awaits its ack, and
+// anchors of load-backs not yet finished.
+type Ongoing struct {
+	WriteThrough []NodeID
+	LoadBack     []NodeID
+}
+
 // SanityCheck verifies every invariant of the tree and returns an error
 // wrapping ErrSanity that lists each violation found (nil when none). It
 // scans the whole tree: use it in tests and debugging, not per request.
-func (t *Tree) SanityCheck() error {
+func (t *Tree) SanityCheck() error { return t.SanityCheckOngoing(Ongoing{}) }
+
+// SanityCheckOngoing is SanityCheck that also checks the host's view of
+// its operations in flight: each is on a live node that is locked on the
+// device (the host pins the copy's source or target), every pending
+// write-through is listed, and every load-back pin belongs to a listed
+// anchor.
+func (t *Tree) SanityCheckOngoing(o Ongoing) error {
 	var bad []string
 	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	t.checkOngoing(o, add)
 
 	root := &t.nodes[rootIdx]
 	if !root.live || root.parent != nilIdx || len(root.key) != 0 {
@@ -277,6 +293,49 @@ func (t *Tree) checkHostReceipts(want [][numComponents]uint32, add func(string, 
 		}
 		if t.cfg.set.Has(Mamba) {
 			want[i][Mamba]++
+		}
+	}
+}
+
+func (t *Tree) checkOngoing(o Ongoing, add func(string, ...any)) {
+	wt := make(map[int32]bool, len(o.WriteThrough))
+	for _, id := range o.WriteThrough {
+		i, err := t.resolve(id)
+		if err != nil {
+			add("ongoing write-through %v: %v", id, err)
+			continue
+		}
+		wt[i] = true
+		if t.nodes[i].lock[Full] == 0 {
+			add("ongoing write-through %v: not locked on the device", id)
+		}
+	}
+	lb := make(map[int32]bool, len(o.LoadBack))
+	for _, id := range o.LoadBack {
+		i, err := t.resolve(id)
+		if err != nil {
+			add("ongoing load-back %v: %v", id, err)
+			continue
+		}
+		lb[i] = true
+		if t.nodes[i].lock[Full] == 0 {
+			add("ongoing load-back %v: not locked on the device", id)
+		}
+	}
+	if o.WriteThrough == nil && o.LoadBack == nil {
+		return // the plain SanityCheck: the host's view is unknown
+	}
+	for idx := range t.nodes {
+		i := int32(idx)
+		n := &t.nodes[i]
+		if !n.live {
+			continue
+		}
+		if n.wtPending != 0 && !wt[i] {
+			add("%v: write-through pending (ack %d) but not listed as ongoing", t.handle(i), n.wtPending)
+		}
+		if n.pin != nilIdx && !lb[n.pin] {
+			add("%v: pinned by a load-back anchor not listed as ongoing", t.handle(i))
 		}
 	}
 }
