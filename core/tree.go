@@ -134,9 +134,8 @@ func (t *Tree) Reset() {
 		n := &t.nodes[i]
 		if n.live {
 			t.keys.put(n.key)
-			for c := range n.dev {
-				t.vals.put(n.dev[c])
-			}
+			// The SWA value is the Full slice itself: recycle it once.
+			t.vals.put(n.dev[Full])
 		}
 		n.live = false
 		n.key = nil
