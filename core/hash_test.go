@@ -125,19 +125,29 @@ func BenchmarkEventsInsert(b *testing.B) {
 	for i := range tokens {
 		tokens[i] = uint32(i)
 	}
-	for _, page := range []int{1, 16} {
-		b.Run("page="+itoa(page), func(b *testing.B) {
-			tree, _ := core.New(core.Config{PageSize: page, KVEvents: true})
-			var evs []core.Event
-			b.ReportAllocs()
-			for b.Loop() {
-				_, _, _ = tree.Insert(core.InsertParams{Tokens: tokens, Slots: slots})
-				_, _, _ = tree.Evict(core.Full, 4096, nil)
-				evs = tree.TakeEvents(evs[:0])
+	for _, ev := range []bool{false, true} {
+		for _, page := range []int{1, 16} {
+			name := "events=off/page=" + itoa(page)
+			if ev {
+				name = "events=on/page=" + itoa(page)
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/4096, "ns/token")
-		})
+			b.Run(name, func(b *testing.B) { benchEventsInsert(b, page, ev, tokens, slots) })
+		}
 	}
+}
+
+// benchEventsInsert inserts and evicts 4096 tokens per op, with or
+// without KV events (whose page hashes dominate the difference).
+func benchEventsInsert(b *testing.B, page int, events bool, tokens []uint32, slots []int32) {
+	tree, _ := core.New(core.Config{PageSize: page, KVEvents: events})
+	var evs []core.Event
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _, _ = tree.Insert(core.InsertParams{Tokens: tokens, Slots: slots})
+		_, _, _ = tree.Evict(core.Full, 4096, nil)
+		evs = tree.TakeEvents(evs[:0])
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/4096, "ns/token")
 }
 
 func itoa(n int) string {
