@@ -5,9 +5,9 @@ import "fmt"
 // EvictHost frees at least want host slots of component c when that many
 // are evictable, appending the frees to dst, and returns what it freed.
 //
-// For Full, write-back first reclaims host copies of nodes that are also
-// on the device (oldest first, sparing evictable device leaves until a
-// second pass), then deletes host-only leaves in the tree's policy order,
+// Under write-back, host copies of data that is also on the device go
+// first: for Full oldest first, sparing evictable device leaves until a
+// second pass; for SWA in the device list's order. Then, for Full, then deletes host-only leaves in the tree's policy order,
 // each victim's parent becoming a candidate once it is a host leaf. SWA
 // and Mamba walk their host list from the least recent unlocked member: a
 // host-only leaf goes whole, any other node loses that component's host
@@ -105,6 +105,17 @@ func (t *Tree) deleteHostLeaf(i int32, dst []Action) []Action {
 
 // evictHostAux is EvictHost for SWA and Mamba: their host lists.
 func (t *Tree) evictHostAux(c Component, want int, dst []Action, freed func() int) ([]Action, int, error) {
+	if t.cfg.writeBack && c == SWA {
+		// Host copies of SWA data still on the device go first, least
+		// recently used first.
+		for x := t.list(tierDevice, SWA).tail; x != nilIdx && freed() < want; {
+			prev := t.lruLk(x, tierDevice, SWA).prev
+			if n := &t.nodes[x]; n.host[SWA] != nil && n.hostLock[SWA] == 0 && n.pin == nilIdx && n.wtPending == 0 {
+				dst, _ = swaComponent{}.evict(t, x, layerHost, dst)
+			}
+			x = prev
+		}
+	}
 	x := t.lruOldestUnlocked(tierHost, c)
 	for x != nilIdx && freed() < want {
 		next := t.lruNewerUnlocked(x, tierHost, c)

@@ -77,7 +77,12 @@ func (swaComponent) refreshLRU(t *Tree, phase lruPhase, i int32) {
 // It returns how much of the incoming slice is a plain duplicate.
 func (swaComponent) overlap(t *Tree, s *insertState, i int32, p int) int {
 	c := s.cursor
-	if s.prev >= c+p || t.nodes[i].dev[SWA] != nil {
+	// Only a node wholly past the request's cached prefix can take the
+	// request's slots: those below the prefix are the tree's own. (A
+	// prefix from a locked match ends on a node boundary, so a prefix
+	// ending inside the node means the caller's length is off; the plain
+	// duplicate rule then frees only the slots past it.)
+	if s.prev > c || t.nodes[i].dev[SWA] != nil {
 		return p
 	}
 	e := s.swaEvicted

@@ -41,6 +41,12 @@ type treeTarget struct{ *core.Tree }
 var (
 	_ transcripttest.Inspector        = treeTarget{}
 	_ transcripttest.TreeIntrospector = treeTarget{}
+	// The tree's own methods already have the harness's signatures.
+	_ transcripttest.SWAUnlocker      = treeTarget{}
+	_ transcripttest.PathStateEvictor = treeTarget{}
+	_ transcripttest.LRUInspector     = treeTarget{}
+	_ transcripttest.HostBackuper     = treeTarget{}
+	_ transcripttest.Demoter          = treeTarget{}
 )
 
 func (t treeTarget) EndInsert() ([]core.Action, error)    { return t.Tree.EndInsert(), nil }

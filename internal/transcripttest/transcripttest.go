@@ -70,6 +70,43 @@ type IDMapper interface {
 	TargetID(id core.NodeID) core.NodeID // core's form to the target's
 }
 
+// SWAUnlocker is the unlock-swa command's capability: the early release
+// of a lock's SWA part (and its Mamba part), Full staying locked. A
+// core.Tree has it with exactly this signature.
+type SWAUnlocker interface {
+	UnlockSWA(node core.NodeID, r core.Receipt) ([]core.Action, error)
+}
+
+// PathStateEvictor is the evict-excess command's capability: the Mamba
+// per-path cap that an insert's MambaEvictExcessPathStates action asks
+// for. A core.Tree has it with exactly this signature.
+type PathStateEvictor interface {
+	EvictExcessPathStates(tail core.NodeID) ([]core.Action, error)
+}
+
+// LRUInspector is the lru command's capability: an auxiliary
+// component's recency list, most recent first (ids in the target's
+// form). Only a core.Tree is known to have it; the command changes
+// nothing, so other targets may skip it.
+type LRUInspector interface {
+	LRUOrder(c core.Component, host bool) []core.NodeID
+}
+
+// HostBackuper is the backup command's capability: the host-tier backup
+// of one node (BackupSpec, then CommitBackup with host slots the harness
+// hands out). A core.Tree has it with exactly these signatures.
+type HostBackuper interface {
+	BackupSpec(node core.NodeID) (core.BackupSpec, error)
+	CommitBackup(node core.NodeID, c core.BackupCommit) error
+}
+
+// Demoter is the demote command's capability: a backed-up evictable
+// device leaf gives up its device data and stays host-only. A core.Tree
+// has it with exactly this signature.
+type Demoter interface {
+	Demote(node core.NodeID) ([]core.Action, error)
+}
+
 // Options configures Run.
 type Options struct {
 	// New builds the target for a new command.
@@ -103,6 +140,7 @@ type harness struct {
 	bigram   bool
 	comps    core.ComponentSet
 	nextSlot int32
+	nextHost int32                  // host slots handed out by backup
 	names    map[string]core.NodeID // target-form ids
 	receipts map[string]core.Receipt
 	live     map[uint64]bool // serials locked and not yet released
@@ -161,14 +199,7 @@ func (h *harness) do(d *transcript.Cmd) string {
 		step, err := h.tgt.ResumeInsert()
 		return h.formatStep(d, step, err)
 	case "end-insert":
-		acts, err := h.tgt.EndInsert()
-		if err != nil {
-			return h.errOut(err, acts)
-		}
-		if len(acts) == 0 {
-			return "no actions\n"
-		}
-		return h.formatActions(acts)
+		return h.actionsOr(h.tgt.EndInsert())
 	case "match":
 		return h.cmdMatch(d)
 	case "lock":
@@ -233,6 +264,30 @@ func (h *harness) do(d *transcript.Cmd) string {
 			return "no events\n"
 		}
 		return b.String()
+	case "unlock-swa":
+		return h.cmdUnlockSWA(d)
+	case "evict-excess":
+		pe, ok := h.tgt.(PathStateEvictor)
+		if !ok {
+			d.Fatalf("%s: the target cannot evict excess Mamba path states", d.Name)
+		}
+		acts, err := pe.EvictExcessPathStates(h.node(d, "node"))
+		return h.actionsOr(acts, err)
+	case "lru":
+		li, ok := h.tgt.(LRUInspector)
+		if !ok {
+			d.Fatalf("%s: the target has no recency-list inspection", d.Name)
+		}
+		return h.formatIDs(li.LRUOrder(h.comp(d), d.Bool("host"))) + "\n"
+	case "backup":
+		return h.cmdBackup(d)
+	case "demote":
+		dm, ok := h.tgt.(Demoter)
+		if !ok {
+			d.Fatalf("%s: the target cannot demote", d.Name)
+		}
+		acts, err := dm.Demote(h.node(d, "node"))
+		return h.actionsOr(acts, err)
 	case "hashes":
 		hs, err := h.introspector(d).PageHashes(h.node(d, "node"))
 		if err != nil {
@@ -242,6 +297,18 @@ func (h *harness) do(d *transcript.Cmd) string {
 	}
 	d.Fatalf("unknown command %q", d.Name)
 	return ""
+}
+
+// actionsOr prints an error (with any actions that came with it), the
+// actions, or "no actions".
+func (h *harness) actionsOr(acts []core.Action, err error) string {
+	if err != nil {
+		return h.errOut(err, acts)
+	}
+	if len(acts) == 0 {
+		return "no actions\n"
+	}
+	return h.formatActions(acts)
 }
 
 func (h *harness) okOr(err error) string {
@@ -266,6 +333,10 @@ func (h *harness) cmdNew(d *transcript.Cmd) string {
 		Bigram:   d.Bool("bigram"),
 		HostTier: d.Bool("host-tier"),
 		KVEvents: d.Bool("kv-events"),
+
+		SWAWindow:          d.IntOr("window", 0),
+		MambaChunkSize:     d.IntOr("mamba-chunk", 0),
+		MambaMaxPathStates: d.IntOr("mamba-cap", 0),
 	}
 	for _, name := range d.Strings("components") {
 		cfg.Components = append(cfg.Components, parseComponent(d, name))
@@ -290,7 +361,7 @@ func (h *harness) cmdNew(d *transcript.Cmd) string {
 		comps = comps.With(c)
 	}
 	*h = harness{
-		opts: h.opts, tgt: tgt, page: cfg.PageSize, bigram: cfg.Bigram, comps: comps, nextSlot: 100,
+		opts: h.opts, tgt: tgt, page: cfg.PageSize, bigram: cfg.Bigram, comps: comps, nextSlot: 100, nextHost: 1000,
 		names: map[string]core.NodeID{}, receipts: map[string]core.Receipt{}, live: map[uint64]bool{},
 	}
 	return h.render()
@@ -330,6 +401,15 @@ func (h *harness) insertParams(d *transcript.Cmd) core.InsertParams {
 		Chunked:       d.Bool("chunked"),
 		TrackAdopted:  d.Bool("track"),
 		SessionID:     d.StringOr("session", ""),
+
+		SWAEvictedSeqlen:   d.IntOr("swa-evicted", 0),
+		SWABranchingSeqlen: d.IntOr("swa-branching", 0),
+	}
+	// A Mamba tree needs the request's state slot: without mamba= the
+	// insert gets -1, which the tree refuses for a non-empty key.
+	p.MambaSlot = int32(d.IntOr("mamba", 0))
+	if !d.Has("mamba") && h.comps.Has(core.Mamba) {
+		p.MambaSlot = -1
 	}
 	if p.Tokens == nil {
 		d.Fatalf("missing argument tokens=(...)")
@@ -384,9 +464,19 @@ func (h *harness) cmdMatch(d *transcript.Cmd) string {
 	b.WriteString(h.bind(d, r.LastDevice))
 	fmt.Fprintf(&b, "device=%d indices=%s last-device=%v last-host=%v best=%v full-hit=%d host-hit=%d\n",
 		r.DeviceLen, formatInts(append([]int32{}, r.Indices...)), h.show(r.LastDevice), h.show(r.LastHost), h.show(r.Best), r.FullKVHitLen, r.HostHitLen)
-	if r.SWAHostHitLen != 0 || r.SWABranchingSeqlen != -1 || r.MambaHostHitLen != 0 || r.MambaBranchingSeqlen != -1 {
-		fmt.Fprintf(&b, "swa-host-hit=%d swa-branching=%d mamba-host-hit=%d mamba-branching=%d\n",
-			r.SWAHostHitLen, r.SWABranchingSeqlen, r.MambaHostHitLen, r.MambaBranchingSeqlen)
+	// The auxiliary fields print for the components the tree has, and
+	// in any tree when they leave their neutral values (which would be a
+	// bug in a tree without that component).
+	var aux []string
+	if h.comps.Has(core.SWA) || r.SWABranchingSeqlen != -1 || r.SWAHostHitLen != 0 {
+		aux = append(aux, fmt.Sprintf("swa-branching=%d swa-host-hit=%d", r.SWABranchingSeqlen, r.SWAHostHitLen))
+	}
+	if h.comps.Has(core.Mamba) || r.MambaBranchingSeqlen != -1 || r.MambaHostHitLen != 0 || r.MambaSlot != -1 {
+		aux = append(aux, fmt.Sprintf("mamba-branching=%d mamba-host-hit=%d mamba-slot=%d", r.MambaBranchingSeqlen, r.MambaHostHitLen, r.MambaSlot))
+	}
+	if len(aux) > 0 {
+		b.WriteString(strings.Join(aux, " "))
+		b.WriteByte('\n')
 	}
 	b.WriteString(h.formatActions(r.Actions))
 	return b.String()
@@ -427,6 +517,66 @@ func (h *harness) cmdUnlock(d *transcript.Cmd) string {
 	}
 	delete(h.live, r.Serial)
 	return "ok\n"
+}
+
+// cmdUnlockSWA releases a receipt's SWA part (and Mamba part) early and
+// prints the frees; the receipt stays live until its final unlock, which
+// must then pass skip-swa.
+func (h *harness) cmdUnlockSWA(d *transcript.Cmd) string {
+	su, ok := h.tgt.(SWAUnlocker)
+	if !ok {
+		d.Fatalf("%s: the target has no early SWA release", d.Name)
+	}
+	id := h.node(d, "node")
+	name := d.String("receipt")
+	r, ok := h.receipts[name]
+	if !ok {
+		d.Fatalf("no receipt named %q", name)
+	}
+	if d.Has("forge") {
+		r.Node = h.node(d, "forge")
+	}
+	return h.actionsOr(su.UnlockSWA(id, r))
+}
+
+// cmdBackup backs a node up to the host tier: it prints the spec, hands
+// out host slots for it from a counter (1000 on each new), and commits.
+func (h *harness) cmdBackup(d *transcript.Cmd) string {
+	hb, ok := h.tgt.(HostBackuper)
+	if !ok {
+		d.Fatalf("%s: the target has no host-tier backup", d.Name)
+	}
+	id := h.node(d, "node")
+	spec, err := hb.BackupSpec(id)
+	if err != nil {
+		return h.errOut(err, nil)
+	}
+	var b strings.Builder
+	c := core.BackupCommit{Mamba: -1}
+	host := func(n int) []int32 {
+		v := seq(h.nextHost, n)
+		h.nextHost += int32(n)
+		return v
+	}
+	if spec.Full != nil {
+		c.Full = host(len(spec.Full))
+		fmt.Fprintf(&b, "full %s -> host %s\n", formatInts(spec.Full), formatInts(c.Full))
+	}
+	for _, e := range spec.SWA {
+		c.SWA = append(c.SWA, host(len(e.Slots)))
+		fmt.Fprintf(&b, "swa %v %s -> host %s\n", h.show(e.Node), formatInts(e.Slots), formatInts(c.SWA[len(c.SWA)-1]))
+	}
+	if spec.Mamba >= 0 {
+		c.Mamba = host(1)[0]
+		fmt.Fprintf(&b, "mamba %d -> host %d\n", spec.Mamba, c.Mamba)
+	}
+	if spec.Empty() {
+		b.WriteString("nothing to copy\n")
+	}
+	if err := hb.CommitBackup(id, c); err != nil {
+		return b.String() + h.errOut(err, nil)
+	}
+	return b.String()
 }
 
 func (h *harness) cmdEvictNext() string {
@@ -483,8 +633,12 @@ func (h *harness) cmdInspect(d *transcript.Cmd) string {
 	fmt.Fprintf(&b, "key=%s\n", formatInts(info.Key))
 	for c := core.Full; c <= core.Mamba; c++ {
 		if h.comps.Has(c) {
-			fmt.Fprintf(&b, "%s device=%s host=%s lock=%d host-lock=%d\n", c,
+			fmt.Fprintf(&b, "%s device=%s host=%s lock=%d host-lock=%d", c,
 				formatInts(info.Device[c]), formatInts(info.Host[c]), info.Lock[c], info.HostLock[c])
+			if c == core.SWA {
+				fmt.Fprintf(&b, " uuid=%d", info.SWAUUID)
+			}
+			b.WriteByte('\n')
 		}
 	}
 	fmt.Fprintf(&b, "hits=%d priority=%d creation=%d access=%d d-leaf=%v\n",
@@ -529,8 +683,14 @@ func (h *harness) formatStep(d *transcript.Cmd, step core.InsertStep, err error)
 func (h *harness) formatResult(r core.InsertResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "prefix=%d total=%d last=%v", r.PrefixLen, r.TotalLen, h.show(r.LastDevice))
-	if !r.MambaExist {
-		b.WriteString(" mamba-exist=false")
+	// mamba-exist is vacuously true without Mamba, swa-branch-inserted
+	// false without SWA: print them with their component, or when off
+	// their neutral value.
+	if h.comps.Has(core.Mamba) || !r.MambaExist {
+		fmt.Fprintf(&b, " mamba-exist=%v", r.MambaExist)
+	}
+	if h.comps.Has(core.SWA) || r.SWABranchInserted {
+		fmt.Fprintf(&b, " swa-branch-inserted=%v", r.SWABranchInserted)
 	}
 	b.WriteByte('\n')
 	if r.Adopted != nil {
