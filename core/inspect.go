@@ -27,6 +27,16 @@ type NodeInfo struct {
 	DLeaf bool
 	// SWAUUID is the SWA lock-window boundary stamp (0: none).
 	SWAUUID int64
+	// HLeaf reports membership in the evictable host leaf set.
+	HLeaf bool
+	// WriteThroughPending is the ack id of a write-through in flight (0:
+	// none); PinnedBy is the load-back anchor pinning the node (zero:
+	// none).
+	WriteThroughPending int64
+	PinnedBy            NodeID
+	// ExternalStored and ExternalPending are the external linker's marks.
+	ExternalStored  bool
+	ExternalPending int64
 }
 
 // Inspect returns a copy of node's state.
@@ -50,6 +60,14 @@ func (t *Tree) Inspect(node NodeID) (NodeInfo, error) {
 		Creation:   n.creation,
 		DLeaf:      n.dpos >= 0,
 		SWAUUID:    n.swaUUID,
+		HLeaf:      n.hpos >= 0,
+
+		WriteThroughPending: n.wtPending,
+		ExternalStored:      n.extStored,
+		ExternalPending:     n.extPending,
+	}
+	if n.pin != nilIdx {
+		info.PinnedBy = t.handle(n.pin)
 	}
 	if n.parent != nilIdx {
 		info.Parent = t.handle(n.parent)
@@ -158,9 +176,27 @@ func (t *Tree) Render() string {
 			if n.lock[c] != 0 {
 				fmt.Fprintf(&b, " %s.lock=%d", Component(c), n.lock[c])
 			}
+			if n.hostLock[c] != 0 {
+				fmt.Fprintf(&b, " %s.hlock=%d", Component(c), n.hostLock[c])
+			}
+		}
+		if n.wtPending != 0 {
+			fmt.Fprintf(&b, " wt-pending=%d", n.wtPending)
+		}
+		if n.pin != nilIdx {
+			fmt.Fprintf(&b, " pin=%v", t.handle(n.pin))
+		}
+		if n.extStored {
+			b.WriteString(" ext-stored")
+		}
+		if n.extPending != 0 {
+			fmt.Fprintf(&b, " ext-pending=%d", n.extPending)
 		}
 		if n.swaUUID != 0 {
 			fmt.Fprintf(&b, " uuid=%d", n.swaUUID)
+		}
+		if n.swaHostUUID != 0 {
+			fmt.Fprintf(&b, " host-uuid=%d", n.swaHostUUID)
 		}
 		if n.hits != 0 {
 			fmt.Fprintf(&b, " hits=%d", n.hits)
@@ -171,6 +207,9 @@ func (t *Tree) Render() string {
 		fmt.Fprintf(&b, " t=%d/%d", n.creation, n.lastAccess)
 		if n.dpos >= 0 {
 			b.WriteString(" leaf")
+		}
+		if n.hpos >= 0 {
+			b.WriteString(" hleaf")
 		}
 		b.WriteByte('\n')
 	})
