@@ -42,8 +42,24 @@
 //
 // # Components
 //
-// Per-node data is organised in components behind one internal interface:
-// [Full] (full-attention KV) is implemented; [SWA] and [Mamba] plug into
-// the same hooks (validator, insert overlap, commit, split, lock walk,
-// eviction, LRU refresh, match finalisation).
+// Per-node data is organised in components behind one internal interface
+// (validator, insert overlap, commit, split, lock walk, eviction, recency
+// refresh, match finalisation). [Full] (full-attention KV) is in every
+// tree. [SWA] (sliding-window attention) keeps slots only inside its
+// window and leaves "tombstones" elsewhere; its lock covers the window
+// above a node and can be released early ([Tree.UnlockSWA]). [Mamba]
+// keeps one recurrent-state slot per node where a state was saved; a
+// match ends only at such a node, and [MatchResult.MambaSlot] is the state
+// to fork. Eviction cascades: on a leaf every component goes together;
+// inside the tree Full outranks SWA, which outranks Mamba, and SWA and
+// Mamba evict inner nodes from their own recency lists.
+//
+// # Host tier
+//
+// With [Config.HostTier], evicted KV can keep a copy in host memory
+// (write-through after a number of hits, or write-back at eviction) and
+// be loaded back on a later hit; see [Tree.BackupSpec], [Tree.Demote],
+// [Tree.LoadBackPlan], [Tree.EvictHost] and [Tree.InsertHost]. Storage
+// keys ([Tree.StorageSpec]) and KV cache events ([Tree.TakeEvents]) are
+// built on SHA-256 page hash chains.
 package core

@@ -154,7 +154,9 @@ func (s *insertState) adopt(c Component, start, end int) {
 }
 
 // Insert runs a whole insert at once and returns its result with every
-// action it produced, in order.
+// action it produced, in order. Barrier actions are not executed between
+// steps, so with the host tier two BackupKV chains may share a node; use
+// BeginInsert / ResumeInsert there (see RATIONALE.md).
 // Errors: those of BeginInsert.
 func (t *Tree) Insert(p InsertParams) (InsertResult, []Action, error) {
 	step, err := t.BeginInsert(p)

@@ -31,7 +31,9 @@ type MatchResult struct {
 	// had a Mamba state been saved there, or -1.
 	MambaBranchingSeqlen int
 	// MambaSlot is LastDevice's Mamba state slot, which the request forks
-	// (copy on write) before extending the sequence; -1 when none.
+	// (copy on write) before extending the sequence; -1 when none. When
+	// MambaHostHitLen is 1 the deeper Best has a state on the host only:
+	// prefer loading it back (LoadBackPlan) to forking this one.
 	MambaSlot int32
 	// FullKVHitLen is the longest Full prefix on either tier, regardless of
 	// other components.
