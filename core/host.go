@@ -143,6 +143,11 @@ func (t *Tree) CommitBackup(node NodeID, c BackupCommit) error {
 		n.host[Full] = slices.Clone(c.Full)
 		t.hostUsed[Full] += len(c.Full)
 		t.addCoexist(i)
+		if t.cfg.writeBack {
+			// Write-back copies have no acknowledgement step: they are
+			// stored once committed (write-through reports at its ack).
+			t.recordStored(i, MediumCPU, "")
+		}
 	}
 	for k, e := range s.SWA {
 		j, _ := t.resolve(e.Node)
