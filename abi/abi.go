@@ -50,17 +50,24 @@ const (
 	OpEvictNext  Op = 0x0022 // core.Tree.EvictNext
 	OpEvictEnd   Op = 0x0023 // core.Tree.EvictEnd
 
+	// OpEvictExcessPathStates runs core.Tree.EvictExcessPathStates (the
+	// host's answer to an ActionMambaEvictExcessPathStates). It sits with
+	// the eviction ops, outside the host-tier range 0x0041–0x0046.
+	OpEvictExcessPathStates Op = 0x0024
+
 	OpSanityCheck  Op = 0x0030 // core.Tree.SanityCheck
 	OpInspect      Op = 0x0031 // core.Tree.Inspect
 	OpRender       Op = 0x0032 // core.Tree.Render
 	OpDeviceLeaves Op = 0x0033 // core.Tree.DeviceLeaves
 	OpNodes        Op = 0x0034 // core.Tree.Nodes
 	OpDFSOrder     Op = 0x0035 // core.Tree.DFSWeightOrder
+	OpLRUOrder     Op = 0x0036 // core.Tree.LRUOrder
 
 	OpTakeEvents Op = 0x0047 // core.Tree.TakeEvents: drain recorded KV events
 
-	// Reserved for later issues; today they answer CodeUnsupported.
-	OpUnlockSWAEarly Op = 0x0040 // early release of a request's SWA lock
+	OpUnlockSWAEarly Op = 0x0040 // core.Tree.UnlockSWA: early release of a request's SWA lock
+
+	// Reserved for the host tier; today they answer CodeUnsupported.
 	OpHostLock       Op = 0x0041 // lock host-tier values
 	OpHostUnlock     Op = 0x0042 // release a host-tier lock
 	OpEvictHost      Op = 0x0043 // host-tier eviction
@@ -74,8 +81,9 @@ var opNames = map[Op]string{
 	OpMatch: "match", OpInsert: "insert", OpBeginInsert: "begin_insert", OpResumeInsert: "resume_insert",
 	OpEndInsert: "end_insert", OpLock: "lock", OpUnlock: "unlock", OpEvict: "evict",
 	OpEvictStart: "evict_start", OpEvictNext: "evict_next", OpEvictEnd: "evict_end",
-	OpSanityCheck: "sanity_check", OpInspect: "inspect", OpRender: "render",
-	OpDeviceLeaves: "device_leaves", OpNodes: "nodes", OpDFSOrder: "dfs_weight_order",
+	OpEvictExcessPathStates: "evict_excess_path_states",
+	OpSanityCheck:           "sanity_check", OpInspect: "inspect", OpRender: "render",
+	OpDeviceLeaves: "device_leaves", OpNodes: "nodes", OpDFSOrder: "dfs_weight_order", OpLRUOrder: "lru_order",
 	OpUnlockSWAEarly: "unlock_swa_early", OpHostLock: "host_lock", OpHostUnlock: "host_unlock",
 	OpEvictHost: "evict_host", OpCommitBackup: "commit_backup", OpLoadBack: "load_back",
 	OpFinishLoadBack: "finish_load_back", OpTakeEvents: "take_events",
@@ -84,9 +92,10 @@ var opNames = map[Op]string{
 // Known reports whether op is a defined or reserved operation code.
 func (op Op) Known() bool { _, ok := opNames[op]; return ok }
 
-// Reserved reports whether op is reserved for a later ABI revision
-// (0x0040–0x0046; take_events, 0x0047, is implemented).
-func (op Op) Reserved() bool { return op >= OpUnlockSWAEarly && op <= OpFinishLoadBack }
+// Reserved reports whether op is reserved for a later ABI revision: the
+// host-tier ops 0x0041–0x0046 (unlock_swa_early, 0x0040, and
+// take_events, 0x0047, are implemented).
+func (op Op) Reserved() bool { return op >= OpHostLock && op <= OpFinishLoadBack }
 
 // NeedsInstance reports whether the request names an existing instance.
 func (op Op) NeedsInstance() bool { return op != OpVersion && op != OpCreate }
@@ -177,11 +186,12 @@ type Request struct {
 
 	Config    core.Config       // create
 	Insert    core.InsertParams // match (Namespace, Tokens), insert, begin_insert
-	Node      core.NodeID       // lock, unlock, inspect
+	Node      core.NodeID       // lock, unlock, unlock_swa_early, inspect, evict_excess_path_states
 	Skip      core.ComponentSet // lock
-	Receipt   core.Receipt      // unlock
+	Receipt   core.Receipt      // unlock, unlock_swa_early
 	SkipSWA   bool              // unlock
-	Component core.Component    // evict, evict_start
+	Component core.Component    // evict, evict_start, lru_order
+	Host      bool              // lru_order
 	Want      int64             // evict, evict_start
 	Nodes     []core.NodeID     // dfs_weight_order
 }
@@ -229,7 +239,7 @@ type Response struct {
 	Node    core.NodeID  // evict_next
 	Info    core.NodeInfo
 	Text    string        // render
-	Nodes   []core.NodeID // device_leaves, nodes
+	Nodes   []core.NodeID // device_leaves, nodes, lru_order
 	Order   []int32       // dfs_weight_order
 	Events  []core.Event  // take_events, in the order the tree recorded them
 

@@ -119,7 +119,8 @@ func script() []step {
 		{name: "create-bad-page", req: create(core.Config{PageSize: 0})},
 		{name: "create-bad-policy", req: create(core.Config{PageSize: 1, Policy: "nope"})},
 		{name: "create-bad-component", req: create(core.Config{PageSize: 1, Components: []core.Component{core.Full, 7}})},
-		{name: "create-swa-unsupported", req: create(core.Config{PageSize: 1, Components: []core.Component{core.Full, core.SWA}})},
+		{name: "create-swa-no-window", req: create(core.Config{PageSize: 1, Components: []core.Component{core.Full, core.SWA}})},
+		{name: "create-mamba-cap-without-mamba", req: create(core.Config{PageSize: 1, MambaMaxPathStates: 2})},
 		{name: "create-host-tier-unsupported", req: create(core.Config{PageSize: 1, HostTier: true, WritePolicy: core.WriteBack, WriteThroughThreshold: 3})},
 		{name: "create-bigram", req: create(core.Config{PageSize: 1, Policy: "lfu", Bigram: true})},
 		{name: "match-empty", req: func(seen) abi.Request { return match(1, core.Namespace{}, seq(1, 8)) }},
@@ -201,7 +202,14 @@ func script() []step {
 		{name: "create-twin-2", req: create(core.Config{PageSize: 1})},
 		{name: "insert-twin-2", req: func(seen) abi.Request { return ins(4, core.Namespace{}, seq(1, 4), slots(0, 4), 0) }},
 		{name: "inspect-twin-foreign", req: nodeOp(abi.OpInspect, 4, func(s seen) core.NodeID { return s["insert-twin"].Insert.LastDevice })},
-		{name: "unlock-swa-early-reserved", req: plain(abi.OpUnlockSWAEarly, 1)},
+		{name: "unlock-swa-early-no-swa", req: func(s seen) abi.Request {
+			q := req(abi.OpUnlockSWAEarly, 1)
+			q.Receipt = s["lock"].Receipt
+			q.Node = q.Receipt.Node
+			return q
+		}},
+		{name: "evict-excess-no-mamba", req: nodeOp(abi.OpEvictExcessPathStates, 1, func(s seen) core.NodeID { return s["create"].Root })},
+		{name: "lru-order-full", req: lruOrder(1, core.Full, false)},
 		{name: "host-lock-reserved", req: plain(abi.OpHostLock, 1)},
 		{name: "host-unlock-reserved", req: plain(abi.OpHostUnlock, 1)},
 		{name: "evict-host-reserved", req: plain(abi.OpEvictHost, 1)},
@@ -275,7 +283,88 @@ func script() []step {
 			return append(rawHeader(abi.RequestMagic, abi.Version, uint16(abi.OpTakeEvents), 5, 0, 12), 0)
 		}},
 		{name: "destroy-kv-events", req: plain(abi.OpDestroy, 5)},
+		// A hybrid instance (6): Full, SWA with a 4-atom window, Mamba
+		// with a cap of two states per path.
+		{name: "create-hybrid", req: create(core.Config{PageSize: 2, Components: []core.Component{core.Full, core.SWA, core.Mamba},
+			SWAWindow: 4, MambaChunkSize: 2, MambaMaxPathStates: 2})},
+		// An 8-atom leaf is capped at the window: two SWA rebuilds, then
+		// the cap check on the new state.
+		{name: "hybrid-insert-1-8", req: func(seen) abi.Request {
+			q := ins(6, core.Namespace{}, seq(1, 8), slots(600, 8), 0)
+			q.Insert.MambaSlot = 1
+			return q
+		}},
+		{name: "hybrid-insert-1-12", req: func(seen) abi.Request {
+			q := ins(6, core.Namespace{}, seq(1, 12), slots(700, 12), 8)
+			q.Insert.MambaSlot = 2
+			return q
+		}},
+		{name: "hybrid-insert-1-16", req: func(seen) abi.Request {
+			q := ins(6, core.Namespace{}, seq(1, 16), slots(800, 16), 12)
+			q.Insert.MambaSlot, q.Insert.SWABranchingSeqlen, q.Insert.TrackAdopted = 3, 14, true
+			return q
+		}},
+		// Three states on one path, cap two: the shallowest goes.
+		{name: "hybrid-evict-excess", req: nodeOp(abi.OpEvictExcessPathStates, 6, func(s seen) core.NodeID { return s["hybrid-insert-1-16"].Insert.LastDevice })},
+		{name: "hybrid-evict-excess-stale", req: nodeOp(abi.OpEvictExcessPathStates, 6, func(seen) core.NodeID { return 0xdead00000063 })},
+		{name: "hybrid-match", req: func(seen) abi.Request { return match(6, core.Namespace{}, seq(1, 16)) }},
+		{name: "hybrid-lock", req: nodeOp(abi.OpLock, 6, func(s seen) core.NodeID { return s["hybrid-match"].Match.LastDevice })},
+		{name: "hybrid-unlock-swa-early", req: unlockSWA(6, "hybrid-lock")},
+		{name: "hybrid-unlock-swa-early-again", req: unlockSWA(6, "hybrid-lock")},
+		{name: "hybrid-unlock-without-skip-swa", req: unlock(6, "hybrid-lock", nil)},
+		{name: "hybrid-unlock", req: unlock(6, "hybrid-lock", func(q *abi.Request) { q.SkipSWA = true })},
+		{name: "hybrid-evict-swa", req: evict(abi.OpEvict, 6, core.SWA, 4)},
+		{name: "hybrid-lru-order-swa", req: lruOrder(6, core.SWA, false)},
+		{name: "hybrid-lru-order-mamba", req: lruOrder(6, core.Mamba, false)},
+		// The first node is now an SWA tombstone; lock the path below it
+		// and insert the prefix again with SWA data: the locked Full slots
+		// take the request's SWA slots.
+		{name: "hybrid-lock-1-8", req: nodeOp(abi.OpLock, 6, func(s seen) core.NodeID { return s["hybrid-insert-1-8"].Insert.LastDevice })},
+		{name: "hybrid-insert-recover", req: func(seen) abi.Request {
+			q := ins(6, core.Namespace{}, seq(1, 8), slots(900, 8), 0)
+			q.Insert.MambaSlot = 4
+			return q
+		}},
+		{name: "hybrid-insert-no-mamba-slot", req: func(seen) abi.Request {
+			q := ins(6, core.Namespace{}, seq(30, 4), slots(950, 4), 0)
+			q.Insert.MambaSlot = -1
+			return q
+		}},
+		{name: "hybrid-insert-unaligned-swa-evicted", req: func(seen) abi.Request {
+			q := ins(6, core.Namespace{}, seq(30, 4), slots(950, 4), 0)
+			q.Insert.MambaSlot, q.Insert.SWAEvictedSeqlen = 5, 3
+			return q
+		}},
+		{name: "hybrid-evict-mamba", req: evict(abi.OpEvict, 6, core.Mamba, 1)},
+		{name: "hybrid-inspect", req: nodeOp(abi.OpInspect, 6, func(s seen) core.NodeID { return s["hybrid-insert-1-8"].Insert.LastDevice })},
+		{name: "hybrid-stats", req: plain(abi.OpStats, 6)},
+		{name: "hybrid-render", req: plain(abi.OpRender, 6)},
+		{name: "hybrid-sanity", req: plain(abi.OpSanityCheck, 6)},
+		{name: "destroy-hybrid", req: plain(abi.OpDestroy, 6)},
 	}
+}
+
+func lruOrder(inst uint32, c core.Component, host bool) func(seen) abi.Request {
+	return func(seen) abi.Request { q := req(abi.OpLRUOrder, inst); q.Component, q.Host = c, host; return q }
+}
+
+func unlockSWA(inst uint32, lock string) func(seen) abi.Request {
+	return func(s seen) abi.Request {
+		q := req(abi.OpUnlockSWAEarly, inst)
+		q.Receipt = s[lock].Receipt
+		q.Node = q.Receipt.Node
+		return q
+	}
+}
+
+// instances names the create step behind each instance number the
+// script uses: goldenRun sends a request for script instance k to the
+// handle that step's create returned, so the script keeps addressing the
+// right instance when a create before it starts or stops succeeding.
+// Numbers not listed (never issued, or a create that failed) go out
+// unchanged.
+var instances = map[uint32]string{
+	1: "create", 2: "create-bigram", 3: "create-twin", 4: "create-twin-2", 5: "create-kv-events", 6: "create-hybrid",
 }
 
 // seenRoot returns a different node than q.Node for the wrong-node case:
@@ -295,6 +384,9 @@ func goldenRun(t testing.TB) []Vector {
 		} else {
 			q := st.req(s)
 			q.ID = uint64(i + 1)
+			if r, ok := s[instances[q.Instance]]; ok && q.Op.NeedsInstance() && r.Status == abi.StatusOK {
+				q.Instance = r.Handle
+			}
 			b = abi.AppendRequest(nil, &q)
 			v.Args = requestJSON(&q)
 			var back abi.Request

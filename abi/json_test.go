@@ -64,7 +64,8 @@ func requestJSON(q *abi.Request) map[string]any {
 			"page_size": int64(c.PageSize), "components": comps, "policy": c.Policy,
 			"bigram": c.Bigram, "host_tier": c.HostTier, "write_policy": int64(c.WritePolicy),
 			"write_through_threshold": int64(c.WriteThroughThreshold), "kv_events": c.KVEvents,
-			"hash_convention": int64(c.HashConvention),
+			"hash_convention": int64(c.HashConvention), "swa_window": int64(c.SWAWindow),
+			"mamba_chunk_size": int64(c.MambaChunkSize), "mamba_max_path_states": int64(c.MambaMaxPathStates),
 		}
 	case abi.OpMatch:
 		m["namespace"] = nsJSON(q.Insert.Namespace)
@@ -79,6 +80,9 @@ func requestJSON(q *abi.Request) map[string]any {
 		m["chunked"] = p.Chunked
 		m["track_adopted"] = p.TrackAdopted
 		m["session_id"] = p.SessionID
+		m["swa_evicted_seqlen"] = int64(p.SWAEvictedSeqlen)
+		m["swa_branching_seqlen"] = int64(p.SWABranchingSeqlen)
+		m["mamba_slot"] = int64(p.MambaSlot)
 	case abi.OpLock:
 		m["node"] = u64(q.Node)
 		m["skip"] = int64(q.Skip)
@@ -86,11 +90,17 @@ func requestJSON(q *abi.Request) map[string]any {
 		m["node"] = u64(q.Node)
 		m["receipt"] = receiptJSON(q.Receipt)
 		m["skip_swa"] = q.SkipSWA
+	case abi.OpUnlockSWAEarly:
+		m["node"] = u64(q.Node)
+		m["receipt"] = receiptJSON(q.Receipt)
 	case abi.OpEvict, abi.OpEvictStart:
 		m["component"] = int64(q.Component)
 		m["want"] = s64(q.Want)
-	case abi.OpInspect:
+	case abi.OpInspect, abi.OpEvictExcessPathStates:
 		m["node"] = u64(q.Node)
+	case abi.OpLRUOrder:
+		m["component"] = int64(q.Component)
+		m["host"] = q.Host
 	case abi.OpDFSOrder:
 		m["ids"] = idsJSON(q.Nodes)
 	}
@@ -112,7 +122,8 @@ func insertResultJSON(ir core.InsertResult) map[string]any {
 	}
 	return map[string]any{
 		"prefix_len": int64(ir.PrefixLen), "total_len": int64(ir.TotalLen),
-		"last_device": u64(ir.LastDevice), "mamba_exist": ir.MambaExist, "adopted": adopted,
+		"last_device": u64(ir.LastDevice), "mamba_exist": ir.MambaExist,
+		"swa_branch_inserted": ir.SWABranchInserted, "adopted": adopted,
 	}
 }
 
@@ -133,6 +144,7 @@ func responseJSON(r *abi.Response) map[string]any {
 		acts[i] = map[string]any{
 			"kind": int64(a.Kind), "component": int64(a.Component), "node": u64(a.Node),
 			"ack": s64(a.Ack), "nodes": idsJSON(a.Nodes), "slots": i32s(a.Slots),
+			"incoming": i32s(a.Incoming),
 		}
 	}
 	m["actions"] = acts
@@ -179,6 +191,7 @@ func responseJSON(r *abi.Response) map[string]any {
 		m["mamba_host_hit_len"] = int64(x.MambaHostHitLen)
 		m["mamba_branching_seqlen"] = int64(x.MambaBranchingSeqlen)
 		m["full_kv_hit_len"] = int64(x.FullKVHitLen)
+		m["mamba_slot"] = int64(x.MambaSlot)
 	case abi.OpInsert:
 		m["result"] = insertResultJSON(r.Insert)
 	case abi.OpBeginInsert, abi.OpResumeInsert:
@@ -205,11 +218,11 @@ func responseJSON(r *abi.Response) map[string]any {
 			"id": u64(in.ID), "parent": u64(in.Parent), "children": idsJSON(in.Children),
 			"namespace": nsJSON(in.Namespace), "key": u32s(in.Key), "components": comps,
 			"hits": s64(in.Hits), "priority": s64(in.Priority), "last_access": s64(in.LastAccess),
-			"creation": s64(in.Creation), "dleaf": in.DLeaf,
+			"creation": s64(in.Creation), "dleaf": in.DLeaf, "swa_uuid": s64(in.SWAUUID),
 		}
 	case abi.OpRender:
 		m["text"] = r.Text
-	case abi.OpDeviceLeaves, abi.OpNodes:
+	case abi.OpDeviceLeaves, abi.OpNodes, abi.OpLRUOrder:
 		m["nodes"] = idsJSON(r.Nodes)
 	case abi.OpDFSOrder:
 		m["order"] = i32s(r.Order)

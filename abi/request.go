@@ -27,6 +27,9 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putI32(b, int32(c.WriteThroughThreshold))
 		b = putBool(b, c.KVEvents)
 		b = putU8(b, uint8(c.HashConvention))
+		b = putI32(b, int32(c.SWAWindow))
+		b = putI32(b, int32(c.MambaChunkSize))
+		b = putI32(b, int32(c.MambaMaxPathStates))
 	case OpMatch:
 		b = putNamespace(b, q.Insert.Namespace)
 		b = putU32s(b, q.Insert.Tokens)
@@ -40,6 +43,9 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putBool(b, p.Chunked)
 		b = putBool(b, p.TrackAdopted)
 		b = putStr(b, p.SessionID)
+		b = putI32(b, int32(p.SWAEvictedSeqlen))
+		b = putI32(b, int32(p.SWABranchingSeqlen))
+		b = putI32(b, p.MambaSlot)
 	case OpLock:
 		b = putID(b, q.Node, 0)
 		b = putU8(b, uint8(q.Skip))
@@ -47,10 +53,16 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putID(b, q.Node, 0)
 		b = putReceipt(b, q.Receipt, 0)
 		b = putBool(b, q.SkipSWA)
+	case OpUnlockSWAEarly:
+		b = putID(b, q.Node, 0)
+		b = putReceipt(b, q.Receipt, 0)
 	case OpEvict, OpEvictStart:
 		b = putU8(b, uint8(q.Component))
 		b = putI64(b, q.Want)
-	case OpInspect:
+	case OpLRUOrder:
+		b = putU8(b, uint8(q.Component))
+		b = putBool(b, q.Host)
+	case OpInspect, OpEvictExcessPathStates:
 		b = putID(b, q.Node, 0)
 	case OpDFSOrder:
 		b = putIDs(b, q.Nodes, 0)
@@ -150,6 +162,9 @@ func DecodeRequest(q *Request, b []byte) error {
 		c.WriteThroughThreshold = int(r.i32("write_through_threshold"))
 		c.KVEvents = r.boolean("kv_events")
 		c.HashConvention = core.HashConvention(r.u8("hash_convention"))
+		c.SWAWindow = int(r.i32("swa_window"))
+		c.MambaChunkSize = int(r.i32("mamba_chunk_size"))
+		c.MambaMaxPathStates = int(r.i32("mamba_max_path_states"))
 	case OpMatch:
 		q.Insert.Namespace = r.namespace()
 		q.Insert.Tokens = r.u32s("tokens", toks)
@@ -163,6 +178,9 @@ func DecodeRequest(q *Request, b []byte) error {
 		p.Chunked = r.boolean("chunked")
 		p.TrackAdopted = r.boolean("track_adopted")
 		p.SessionID = r.str("session_id")
+		p.SWAEvictedSeqlen = int(r.i32("swa_evicted_seqlen"))
+		p.SWABranchingSeqlen = int(r.i32("swa_branching_seqlen"))
+		p.MambaSlot = r.i32("mamba_slot")
 	case OpLock:
 		q.Node = core.NodeID(r.u64("node"))
 		q.Skip = core.ComponentSet(r.u8("skip"))
@@ -170,10 +188,16 @@ func DecodeRequest(q *Request, b []byte) error {
 		q.Node = core.NodeID(r.u64("node"))
 		q.Receipt = r.receipt()
 		q.SkipSWA = r.boolean("skip_swa")
+	case OpUnlockSWAEarly:
+		q.Node = core.NodeID(r.u64("node"))
+		q.Receipt = r.receipt()
 	case OpEvict, OpEvictStart:
 		q.Component = core.Component(r.u8("component"))
 		q.Want = r.i64("want")
-	case OpInspect:
+	case OpLRUOrder:
+		q.Component = core.Component(r.u8("component"))
+		q.Host = r.boolean("host")
+	case OpInspect, OpEvictExcessPathStates:
 		q.Node = core.NodeID(r.u64("node"))
 	case OpDFSOrder:
 		q.Nodes = r.ids("ids", nodes)

@@ -55,6 +55,7 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		b = putI32(b, int32(m.MambaHostHitLen))
 		b = putI32(b, int32(m.MambaBranchingSeqlen))
 		b = putI32(b, int32(m.FullKVHitLen))
+		b = putI32(b, m.MambaSlot)
 	case OpInsert:
 		b = putInsertResult(b, &r.Insert, t)
 	case OpBeginInsert, OpResumeInsert:
@@ -72,7 +73,7 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		b = putNodeInfo(b, &r.Info, t)
 	case OpRender:
 		b = putText(b, r.Text)
-	case OpDeviceLeaves, OpNodes:
+	case OpDeviceLeaves, OpNodes, OpLRUOrder:
 		b = putIDs(b, r.Nodes, t)
 	case OpDFSOrder:
 		b = putI32s(b, r.Order)
@@ -98,6 +99,7 @@ func putInsertResult(b []byte, ir *core.InsertResult, t uint32) []byte {
 	b = putI32(b, int32(ir.TotalLen))
 	b = putID(b, ir.LastDevice, t)
 	b = putBool(b, ir.MambaExist)
+	b = putBool(b, ir.SWABranchInserted)
 	b = putBool(b, ir.Adopted != nil)
 	if ir.Adopted != nil {
 		b = putU8(b, uint8(len(ir.Adopted)))
@@ -131,7 +133,8 @@ func putNodeInfo(b []byte, in *core.NodeInfo, t uint32) []byte {
 	b = putI64(b, in.Priority)
 	b = putI64(b, in.LastAccess)
 	b = putI64(b, in.Creation)
-	return putBool(b, in.DLeaf)
+	b = putBool(b, in.DLeaf)
+	return putI64(b, in.SWAUUID)
 }
 
 // EventMinSize is the wire size of a KV event whose arrays and strings
@@ -181,6 +184,7 @@ func putActions(b []byte, acts []core.Action, t uint32) []byte {
 		b = putI64(b, a.Ack)
 		b = putIDs(b, a.Nodes, t)
 		b = putI32s(b, a.Slots)
+		b = putI32s(b, a.Incoming)
 	}
 	return b
 }
@@ -296,7 +300,7 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 		r.Info = d.nodeInfo()
 	case OpRender:
 		r.Text = d.str("text")
-	case OpDeviceLeaves, OpNodes:
+	case OpDeviceLeaves, OpNodes, OpLRUOrder:
 		r.Nodes = d.ids("nodes", nil)
 	case OpDFSOrder:
 		r.Order = d.i32s("order", nil)
@@ -317,6 +321,7 @@ func (d *reader) insertResult() core.InsertResult {
 	ir.TotalLen = int(d.i32("total_len"))
 	ir.LastDevice = core.NodeID(d.u64("last_device"))
 	ir.MambaExist = d.boolean("mamba_exist")
+	ir.SWABranchInserted = d.boolean("swa_branch_inserted")
 	if d.boolean("adopted_present") {
 		n := int(d.u8("adopted component count"))
 		ir.Adopted = make([][]core.Range, 0, n)
@@ -367,12 +372,12 @@ func (d *reader) nodeInfo() core.NodeInfo {
 	in.LastAccess = d.i64("last_access")
 	in.Creation = d.i64("creation")
 	in.DLeaf = d.boolean("dleaf")
+	in.SWAUUID = d.i64("swa_uuid")
 	return in
 }
 
 func (d *reader) actions() []core.Action {
-	// An action is at least 28 bytes (fixed part plus two empty counts).
-	n := d.count("actions", 28)
+	n := d.count("actions", ActionMinSize)
 	if n == 0 {
 		return nil
 	}
@@ -392,15 +397,8 @@ func (d *reader) actions() []core.Action {
 		a.Node = core.NodeID(d.u64("action.node"))
 		a.Ack = d.i64("action.ack")
 		a.Nodes = d.ids("action.nodes", nil)
-		if d.s != nil {
-			k := len(d.s.slots)
-			d.s.slots = d.appendI32s("action.slots", d.s.slots)
-			if len(d.s.slots) > k {
-				a.Slots = d.s.slots[k:len(d.s.slots):len(d.s.slots)]
-			}
-		} else {
-			a.Slots = d.i32s("action.slots", nil)
-		}
+		a.Slots = d.actionSlots("action.slots")
+		a.Incoming = d.actionSlots("action.incoming")
 		if d.err != nil {
 			return nil
 		}
@@ -410,6 +408,24 @@ func (d *reader) actions() []core.Action {
 		d.s.acts = acts
 	}
 	return acts
+}
+
+// ActionMinSize is the wire size of an action whose arrays are empty (the
+// fixed part plus three counts).
+const ActionMinSize = 32
+
+// actionSlots decodes one of an action's slot arrays, into the Scratch's
+// slot buffer when there is one. An empty array decodes as nil.
+func (d *reader) actionSlots(field string) []int32 {
+	if d.s == nil {
+		return d.i32s(field, nil)
+	}
+	k := len(d.s.slots)
+	d.s.slots = d.appendI32s(field, d.s.slots)
+	if len(d.s.slots) == k {
+		return nil
+	}
+	return d.s.slots[k:len(d.s.slots):len(d.s.slots)]
 }
 
 // events decodes a KV event list (into the Scratch's buffers when there
@@ -502,4 +518,5 @@ func (d *reader) matchFields(m *core.MatchResult) {
 	m.MambaHostHitLen = int(d.i32("mamba_host_hit_len"))
 	m.MambaBranchingSeqlen = int(d.i32("mamba_branching_seqlen"))
 	m.FullKVHitLen = int(d.i32("full_kv_hit_len"))
+	m.MambaSlot = d.i32("mamba_slot")
 }

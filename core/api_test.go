@@ -770,3 +770,20 @@ func TestTree_HashCollisions(t *testing.T) {
 	require.Empty(t, tr.edges)
 	require.NoError(t, tr.SanityCheck())
 }
+
+// TestResumeInsert_NodeFreedMeanwhile: an insert suspended after its
+// commit (at an SWARebuild / Mamba cap barrier) whose new node the host
+// evicts before resuming is abandoned with an error, not a panic.
+func TestResumeInsert_NodeFreedMeanwhile(t *testing.T) {
+	tr, err := New(Config{PageSize: 2, Components: []Component{Full, SWA, Mamba}, SWAWindow: 8, MambaMaxPathStates: 3})
+	require.NoError(t, err)
+	step, err := tr.BeginInsert(InsertParams{Tokens: []uint32{1, 2, 3, 4}, Slots: []int32{0, 1, 2, 3}, MambaSlot: 7})
+	require.NoError(t, err)
+	require.False(t, step.Done)
+	_, _, err = tr.Evict(Full, 100, nil)
+	require.NoError(t, err)
+	_, err = tr.ResumeInsert()
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.False(t, tr.InsertInFlight())
+	require.NoError(t, tr.SanityCheck())
+}

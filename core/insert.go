@@ -113,6 +113,7 @@ type insertState struct {
 	cursor       int
 	newLeaf      bool
 	target       int32
+	targetGen    uint32
 	res          InsertResult
 	pending      []Action
 }
@@ -244,18 +245,35 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 }
 
 // ResumeInsert continues a suspended insert after the host executed the
-// previous step's actions.
-// Errors: ErrNoInsert, ErrBroken (the walk's node vanished meanwhile).
+// previous step's actions. If the host's other calls meanwhile freed the
+// walk's node (or evicted it from the device before the new leaf was
+// attached), or freed the committed node, the insert is abandoned: the
+// error comes with the actions still owed to the host.
+// Errors: ErrNoInsert, ErrBroken, ErrInvalidArgument (abandoned).
 func (t *Tree) ResumeInsert() (InsertStep, error) {
-	if !t.ins.active {
+	s := &t.ins
+	if !s.active {
 		return InsertStep{}, ErrNoInsert
 	}
 	if err := t.checkUsable(); err != nil {
 		return InsertStep{}, err
 	}
-	if n := &t.nodes[t.ins.node]; !n.live || n.gen != t.ins.nodeGen {
-		t.ins.active = false
-		return InsertStep{Actions: t.ins.pending}, fmt.Errorf("%w: the insert walk's node was freed while it was suspended; the insert was abandoned", ErrInvalidArgument)
+	why := ""
+	n := &t.nodes[s.node]
+	switch {
+	case !n.live || n.gen != s.nodeGen:
+		why = "the insert walk's node was freed"
+	case s.phase != phaseTail && s.node != rootIdx && n.evicted():
+		why = "the insert walk's node was evicted from the device"
+	case s.phase == phaseTail && (!t.nodes[s.target].live || t.nodes[s.target].gen != s.targetGen):
+		why = "the inserted node was freed"
+	}
+	if why != "" {
+		s.active = false
+		acts := s.pending
+		s.pending = nil
+		s.key, s.value = nil, nil
+		return InsertStep{Actions: acts}, fmt.Errorf("%w: %s while the insert was suspended; the insert was abandoned", ErrInvalidArgument, why)
 	}
 	return t.advanceInsert()
 }
@@ -430,7 +448,7 @@ func (t *Tree) insertCommit(s *insertState) {
 		s.adopt(Full, s.cursor, s.L)
 		t.recordStored(target, MediumGPU, s.session)
 	}
-	s.target = target
+	s.target, s.targetGen = target, t.nodes[target].gen
 	s.res.PrefixLen = s.cursor
 	s.res.LastDevice = t.handle(target)
 	s.res.MambaExist = !t.cfg.set.Has(Mamba)

@@ -33,6 +33,11 @@ func FuzzModuleCall(f *testing.F) {
 		abi.AppendRequest(nil, &abi.Request{Op: abi.OpCreate, Config: core.Config{PageSize: 1}}),
 		abi.AppendRequest(nil, &abi.Request{Op: abi.OpInsert, Instance: 1,
 			Insert: core.InsertParams{Tokens: []uint32{1, 2, 3}, Slots: []int32{1, 2, 3}}}),
+		// Instance 2 is hybrid, so that SWA and Mamba ops find data.
+		abi.AppendRequest(nil, &abi.Request{Op: abi.OpCreate, Config: core.Config{PageSize: 1,
+			Components: []core.Component{core.Full, core.SWA, core.Mamba}, SWAWindow: 2, MambaMaxPathStates: 1}}),
+		abi.AppendRequest(nil, &abi.Request{Op: abi.OpInsert, Instance: 2,
+			Insert: core.InsertParams{Tokens: []uint32{1, 2, 3, 4}, Slots: []int32{1, 2, 3, 4}, MambaSlot: 9}}),
 	}
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, b []byte) {

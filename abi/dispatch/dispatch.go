@@ -268,6 +268,16 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		rc := q.Receipt
 		rc.Node = abi.TagID(rc.Node, tag)
 		return nodeErr(t.Unlock(abi.TagID(q.Node, tag), rc, q.SkipSWA), q.Node)
+	case abi.OpUnlockSWAEarly:
+		rc := q.Receipt
+		rc.Node = abi.TagID(rc.Node, tag)
+		acts, err := t.UnlockSWA(abi.TagID(q.Node, tag), rc)
+		r.Actions = acts
+		return nodeErr(err, q.Node)
+	case abi.OpEvictExcessPathStates:
+		acts, err := t.EvictExcessPathStates(abi.TagID(q.Node, tag))
+		r.Actions = acts
+		return nodeErr(err, q.Node)
 	case abi.OpEvict:
 		want, err := wantOf(q.Want)
 		if err != nil {
@@ -306,6 +316,9 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		return nil
 	case abi.OpNodes:
 		r.Nodes = t.Nodes()
+		return nil
+	case abi.OpLRUOrder:
+		r.Nodes = t.LRUOrder(q.Component, q.Host)
 		return nil
 	case abi.OpDFSOrder:
 		for i, id := range q.Nodes {

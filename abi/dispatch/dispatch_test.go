@@ -294,3 +294,49 @@ func BenchmarkDispatcher_InsertDuplicate4096(b *testing.B) {
 func BenchmarkDispatcher_Version(b *testing.B) {
 	benchCall(b, New(), abi.AppendRequest(nil, &abi.Request{Op: abi.OpVersion}))
 }
+
+// TestDispatcher_HybridOps runs the SWA and Mamba ops through the wire:
+// the new insert fields and actions, the Mamba slot of a match, the early
+// SWA release, the path-state cap and the recency lists, with node ids in
+// wire form everywhere (actions, receipts, lists).
+func TestDispatcher_HybridOps(t *testing.T) {
+	d := New()
+	create(t, d, 1) // a first instance, so the hybrid one has another tag
+	h := ok(t, d, abi.Request{Op: abi.OpCreate, Config: core.Config{PageSize: 2,
+		Components: []core.Component{core.Full, core.SWA, core.Mamba}, SWAWindow: 4, MambaMaxPathStates: 1}}).Handle
+	ins := ok(t, d, abi.Request{Op: abi.OpInsert, Instance: h, Insert: core.InsertParams{
+		Tokens: []uint32{1, 2, 3, 4, 5, 6, 7, 8}, Slots: []int32{10, 11, 12, 13, 14, 15, 16, 17}, MambaSlot: 3}})
+	leaf := ins.Insert.LastDevice
+	require.False(t, ins.Insert.MambaExist)
+	var kinds []core.ActionKind
+	for _, a := range ins.Actions {
+		kinds = append(kinds, a.Kind)
+	}
+	require.Equal(t, []core.ActionKind{core.ActionSWARebuild, core.ActionSWARebuild, core.ActionMambaEvictExcessPathStates}, kinds)
+	require.Equal(t, leaf, ins.Actions[2].Node, "action node ids are in wire form")
+	require.Equal(t, []int32{14, 15, 16, 17}, ins.Actions[1].Slots)
+
+	ok(t, d, abi.Request{Op: abi.OpEvictExcessPathStates, Instance: h, Node: leaf})
+	m := ok(t, d, abi.Request{Op: abi.OpMatch, Instance: h, Insert: core.InsertParams{Tokens: []uint32{1, 2, 3, 4, 5, 6, 7, 8}}}).Match
+	require.Equal(t, int32(3), m.MambaSlot)
+	require.Equal(t, leaf, m.LastDevice)
+	lru := ok(t, d, abi.Request{Op: abi.OpLRUOrder, Instance: h, Component: core.Mamba}).Nodes
+	require.Equal(t, []core.NodeID{leaf}, lru)
+
+	rc := ok(t, d, abi.Request{Op: abi.OpLock, Instance: h, Node: leaf}).Receipt
+	require.Equal(t, leaf, rc.Node)
+	require.NotZero(t, rc.SWAUUID)
+	fails(t, d, abi.Request{Op: abi.OpUnlockSWAEarly, Instance: h, Node: 0xdead_0000_0001, Receipt: rc}, abi.CodeStaleNode)
+	ok(t, d, abi.Request{Op: abi.OpUnlockSWAEarly, Instance: h, Node: leaf, Receipt: rc})
+	fails(t, d, abi.Request{Op: abi.OpUnlockSWAEarly, Instance: h, Node: leaf, Receipt: rc}, abi.CodeReceipt)
+	fails(t, d, abi.Request{Op: abi.OpUnlock, Instance: h, Node: leaf, Receipt: rc}, abi.CodeReceipt)
+	ok(t, d, abi.Request{Op: abi.OpUnlock, Instance: h, Node: leaf, Receipt: rc, SkipSWA: true})
+
+	ev := ok(t, d, abi.Request{Op: abi.OpEvict, Instance: h, Component: core.SWA, Want: 1})
+	require.Equal(t, int64(4), ev.Freed)
+	require.Equal(t, core.SWA, ev.Actions[0].Component)
+	require.Equal(t, []int32{10, 11, 12, 13}, ev.Actions[0].Slots, "an SWA free names Full slots")
+	fails(t, d, abi.Request{Op: abi.OpInsert, Instance: h, Insert: core.InsertParams{
+		Tokens: []uint32{9, 9}, Slots: []int32{1, 2}, MambaSlot: -1}}, abi.CodeInvalidArgument)
+	ok(t, d, abi.Request{Op: abi.OpSanityCheck, Instance: h})
+}

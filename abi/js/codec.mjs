@@ -15,13 +15,17 @@ export const OPS = Object.freeze({
   version: 0x01, create: 0x02, destroy: 0x03, reset: 0x04, stats: 0x05,
   match: 0x10, insert: 0x11, begin_insert: 0x12, resume_insert: 0x13, end_insert: 0x14,
   lock: 0x18, unlock: 0x19,
-  evict: 0x20, evict_start: 0x21, evict_next: 0x22, evict_end: 0x23,
+  evict: 0x20, evict_start: 0x21, evict_next: 0x22, evict_end: 0x23, evict_excess_path_states: 0x24,
   sanity_check: 0x30, inspect: 0x31, render: 0x32, device_leaves: 0x33, nodes: 0x34, dfs_weight_order: 0x35,
+  lru_order: 0x36,
+  unlock_swa_early: 0x40,
   take_events: 0x47,
-  // Reserved: they answer `unsupported` in this version.
-  unlock_swa_early: 0x40, host_lock: 0x41, host_unlock: 0x42, evict_host: 0x43,
+  // Reserved for the host tier: they answer `unsupported` in this version.
+  host_lock: 0x41, host_unlock: 0x42, evict_host: 0x43,
   commit_backup: 0x44, load_back: 0x45, finish_load_back: 0x46,
 });
+
+export const COMPONENTS = Object.freeze({ full: 0, swa: 1, mamba: 2 });
 
 export const CODES = Object.freeze({
   none: 0, internal: 1, truncated: 2, bad_magic: 3, bad_version: 4, unknown_op: 5,
@@ -38,6 +42,7 @@ export const HASH_CONVENTIONS = Object.freeze({ sglang: 0, vllm: 1 });
 export const ACTIONS = Object.freeze({
   free_device_kv: 1, free_device_kv_full_only: 2, backup_kv: 3,
   replace_write_through_on_split: 4, free_device_slots: 5, free_host_slots: 6,
+  swa_rebuild: 7, recover_swa_with_locked_full: 8, mamba_evict_excess_path_states: 9,
 });
 
 const utf8 = new TextEncoder();
@@ -135,17 +140,21 @@ export function encodeRequest(q) {
       w.u32(c.page_size); w.u8(c.components.length); for (const x of c.components) w.u8(x);
       w.str(c.policy); w.bool(c.bigram); w.bool(c.host_tier); w.u8(c.write_policy);
       w.i32(c.write_through_threshold); w.bool(c.kv_events); w.u8(c.hash_convention ?? 0);
+      w.i32(c.swa_window ?? 0); w.i32(c.mamba_chunk_size ?? 0); w.i32(c.mamba_max_path_states ?? 0);
       break;
     }
     case OPS.match: putNamespace(w, q.namespace); w.u32s(q.tokens); break;
     case OPS.insert: case OPS.begin_insert:
       putNamespace(w, q.namespace); w.u32s(q.tokens); w.i32s(q.slots); w.i32(q.prev_prefix_len ?? 0);
       w.i64(q.priority ?? 0); w.bool(q.chunked); w.bool(q.track_adopted); w.str(q.session_id);
+      w.i32(q.swa_evicted_seqlen ?? 0); w.i32(q.swa_branching_seqlen ?? 0); w.i32(q.mamba_slot ?? 0);
       break;
     case OPS.lock: w.u64(q.node); w.u8(q.skip ?? 0); break;
     case OPS.unlock: w.u64(q.node); putReceipt(w, q.receipt); w.bool(q.skip_swa); break;
+    case OPS.unlock_swa_early: w.u64(q.node); putReceipt(w, q.receipt); break;
     case OPS.evict: case OPS.evict_start: w.u8(q.component ?? 0); w.i64(q.want); break;
-    case OPS.inspect: w.u64(q.node); break;
+    case OPS.inspect: case OPS.evict_excess_path_states: w.u64(q.node); break;
+    case OPS.lru_order: w.u8(q.component ?? 0); w.bool(q.host); break;
     case OPS.dfs_weight_order: w.u64s(q.ids); break;
   }
   return w.bytes();
@@ -153,7 +162,7 @@ export function encodeRequest(q) {
 
 function getInsertResult(r) {
   const res = { prefix_len: r.i32('prefix_len'), total_len: r.i32('total_len'), last_device: r.u64('last_device'),
-    mamba_exist: r.bool('mamba_exist'), adopted: null };
+    mamba_exist: r.bool('mamba_exist'), swa_branch_inserted: r.bool('swa_branch_inserted'), adopted: null };
   if (r.bool('adopted_present')) {
     const n = r.u8('adopted count'); res.adopted = [];
     for (let c = 0; c < n; c++) {
@@ -177,15 +186,18 @@ function getNodeInfo(r) {
   }
   info.hits = r.i64('hits'); info.priority = r.i64('priority');
   info.last_access = r.i64('last_access'); info.creation = r.i64('creation'); info.dleaf = r.bool('dleaf');
+  info.swa_uuid = r.i64('swa_uuid');
   return info;
 }
 
+// An action is at least 32 bytes (fixed part plus three empty counts).
 function getActions(r) {
-  const n = r.count('actions', 28); const out = [];
+  const n = r.count('actions', 32); const out = [];
   for (let i = 0; i < n; i++) {
     const kind = r.u8('kind'); const component = r.u8('component');
     if (r.u16('reserved') !== 0) throw new DecodeError('action reserved field is not 0');
-    out.push({ kind, component, node: r.u64('node'), ack: r.i64('ack'), nodes: r.u64s('nodes'), slots: r.i32s('slots') });
+    out.push({ kind, component, node: r.u64('node'), ack: r.i64('ack'), nodes: r.u64s('nodes'), slots: r.i32s('slots'),
+      incoming: r.i32s('incoming') });
   }
   return out;
 }
@@ -228,7 +240,7 @@ export function decodeResponse(bytes) {
       m.live_receipts = r.u32('live_receipts'); break;
     case OPS.match:
       m.indices = r.i32s('indices'); m.last_device = r.u64('last_device'); m.last_host = r.u64('last_host'); m.best = r.u64('best');
-      for (const k of ['host_hit_len', 'swa_host_hit_len', 'swa_branching_seqlen', 'mamba_host_hit_len', 'mamba_branching_seqlen', 'full_kv_hit_len']) m[k] = r.i32(k);
+      for (const k of ['host_hit_len', 'swa_host_hit_len', 'swa_branching_seqlen', 'mamba_host_hit_len', 'mamba_branching_seqlen', 'full_kv_hit_len', 'mamba_slot']) m[k] = r.i32(k);
       break;
     case OPS.insert: m.result = getInsertResult(r); break;
     case OPS.begin_insert: case OPS.resume_insert: m.done = r.bool('done'); m.result = getInsertResult(r); break;
@@ -237,7 +249,7 @@ export function decodeResponse(bytes) {
     case OPS.evict_next: m.node = r.u64('node'); m.freed = r.i64('freed'); m.done = r.bool('done'); break;
     case OPS.inspect: m.info = getNodeInfo(r); break;
     case OPS.render: m.text = r.str('text'); break;
-    case OPS.device_leaves: case OPS.nodes: m.nodes = r.u64s('nodes'); break;
+    case OPS.device_leaves: case OPS.nodes: case OPS.lru_order: m.nodes = r.u64s('nodes'); break;
     case OPS.dfs_weight_order: m.order = r.i32s('order'); break;
     case OPS.take_events: m.events = getEvents(r); break;
   }

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { WASI } from 'node:wasi';
-import { encodeRequest, decodeResponse, Guest, OPS, CODES, EVENTS, HASH_CONVENTIONS } from './codec.mjs';
+import { encodeRequest, decodeResponse, Guest, OPS, CODES, EVENTS, HASH_CONVENTIONS, ACTIONS, COMPONENTS } from './codec.mjs';
 
 const here = new URL('.', import.meta.url);
 const vectors = JSON.parse(await readFile(new URL('../testdata/vectors.json', here), 'utf8'));
@@ -91,5 +91,35 @@ test('KV events through the JS client', async () => {
   assert.equal(rm.length, 1);
   assert.equal(rm[0].kind, EVENTS.block_removed);
   assert.deepStrictEqual([...rm[0].block_hashes].sort(), [...e.block_hashes].sort());
+  g.close();
+});
+
+test('a hybrid (full, swa, mamba) session through the JS client', async () => {
+  const g = await newGuest();
+  const call = (q) => decodeResponse(g.call(encodeRequest(q)));
+  const c = call({ op: 'create', id: 1, config: { page_size: 2, components: [COMPONENTS.full, COMPONENTS.swa, COMPONENTS.mamba], policy: '', bigram: false, host_tier: false, write_policy: 0, write_through_threshold: 0, kv_events: false, swa_window: 4, mamba_max_path_states: 1 } });
+  assert.equal(c.status, 0, c.message);
+  assert.equal(c.components, 7);
+  const h = c.handle;
+  const ins = call({ op: 'insert', instance: h, id: 2, tokens: [1, 2, 3, 4, 5, 6, 7, 8], slots: [0, 1, 2, 3, 4, 5, 6, 7], mamba_slot: 40 });
+  assert.equal(ins.status, 0, ins.message);
+  const kinds = ins.actions.map((a) => a.kind);
+  assert.deepStrictEqual(kinds, [ACTIONS.swa_rebuild, ACTIONS.swa_rebuild, ACTIONS.mamba_evict_excess_path_states]);
+  const ex = call({ op: 'evict_excess_path_states', instance: h, id: 3, node: ins.actions[2].node });
+  assert.equal(ex.status, 0, ex.message);
+  const m = call({ op: 'match', instance: h, id: 4, tokens: [1, 2, 3, 4, 5, 6, 7, 8] });
+  assert.equal(m.mamba_slot, 40);
+  assert.equal(m.indices.length, 8);
+  const lk = call({ op: 'lock', instance: h, id: 5, node: m.last_device });
+  assert.notEqual(lk.receipt.swa_uuid, '0');
+  assert.equal(call({ op: 'unlock_swa_early', instance: h, id: 6, node: m.last_device, receipt: lk.receipt }).status, 0);
+  assert.equal(call({ op: 'unlock', instance: h, id: 7, node: m.last_device, receipt: lk.receipt, skip_swa: false }).code, CODES.receipt);
+  assert.equal(call({ op: 'unlock', instance: h, id: 8, node: m.last_device, receipt: lk.receipt, skip_swa: true }).status, 0);
+  const lru = call({ op: 'lru_order', instance: h, id: 9, component: COMPONENTS.swa, host: false });
+  assert.equal(lru.nodes.length, 2);
+  const ev = call({ op: 'evict', instance: h, id: 10, component: COMPONENTS.mamba, want: 1n });
+  assert.equal(ev.freed, '1');
+  assert.deepStrictEqual(ev.actions.filter((a) => a.component === COMPONENTS.mamba).map((a) => a.slots), [[40]]);
+  assert.equal(call({ op: 'sanity_check', instance: h, id: 11 }).status, 0);
   g.close();
 });

@@ -53,6 +53,7 @@ func (d *diffEngine) norm(v any) string {
 				a.Nodes[k] = id(a.Nodes[k])
 			}
 			a.Slots = append([]int32(nil), a.Slots...)
+			a.Incoming = append([]int32(nil), a.Incoming...)
 			out[i] = a
 		}
 		return out
@@ -76,6 +77,12 @@ func (d *diffEngine) norm(v any) string {
 		return fmt.Sprintf("%+v", x)
 	case []core.Action:
 		return fmt.Sprintf("%+v", acts(x))
+	case []core.NodeID:
+		ids := make([]core.NodeID, len(x))
+		for i, v := range x {
+			ids[i] = id(v)
+		}
+		return fmt.Sprintf("%v", ids)
 	}
 	return fmt.Sprintf("%+v", v)
 }
@@ -162,19 +169,80 @@ func TestEngines_DifferentialKVEvents(t *testing.T) {
 	}
 }
 
+// TestEngines_DifferentialHybrid runs the differential stream on hybrid
+// trees ({full,swa}, {full,mamba} with a path cap, {full,swa,mamba}):
+// inserts carry SWA-evicted and branching lengths and Mamba slots, the
+// host runs every MambaEvictExcessPathStates action it is handed, and the
+// stream adds early SWA releases, path-state evictions on any node, SWA
+// and Mamba evictions (one-shot and step-wise) and recency-list reads.
+// Every engine must agree after every step, and the tree must stay sane.
+func TestEngines_DifferentialHybrid(t *testing.T) {
+	steps := 2000
+	if testing.Short() || raceEnabled {
+		steps = 500
+	}
+	swa := []core.Component{core.Full, core.SWA}
+	mamba := []core.Component{core.Full, core.Mamba}
+	all := []core.Component{core.Full, core.SWA, core.Mamba}
+	cfgs := []core.Config{
+		{PageSize: 2, Components: swa, SWAWindow: 8},
+		{PageSize: 2, Components: mamba, MambaMaxPathStates: 2, Policy: "lfu"},
+		{PageSize: 2, Components: all, SWAWindow: 8, MambaChunkSize: 4, MambaMaxPathStates: 3},
+		{PageSize: 1, Components: all, SWAWindow: 3, MambaMaxPathStates: 1, Policy: "priority", KVEvents: true},
+	}
+	for i, cfg := range cfgs {
+		seed := uint64(21 + i)
+		t.Run(fmt.Sprintf("seed=%d/%v/page=%d/window=%d/cap=%d", seed, cfg.Components, cfg.PageSize, cfg.SWAWindow, cfg.MambaMaxPathStates), func(t *testing.T) {
+			var engs []*diffEngine
+			for _, k := range engineKinds {
+				engs = append(engs, &diffEngine{name: k.name, e: newEngine(t, k.new, cfg)})
+			}
+			runDifferential(t, seed, steps, engs)
+		})
+	}
+}
+
 // runDifferential drives engs with seed's stream for steps steps and
 // compares them after every step. When the engines record KV events it
 // also drains them every few steps (and after each reset), compares
 // them, and returns how many of each kind were seen.
 func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) map[core.EventKind]int {
-	kvEvents := engs[0].e.Config().KVEvents
-	eventKinds := map[core.EventKind]int{}
+	cfg := engs[0].e.Config()
+	kvEvents := cfg.KVEvents
 	g := newWorkloadGen(seed)
+	// Hybrid trees draw extra random numbers; a Full-only stream is the
+	// same as before they existed.
+	comps := cfg.Components
+	if len(comps) == 0 {
+		comps = []core.Component{core.Full}
+	}
+	var set core.ComponentSet
+	for _, c := range comps {
+		set = set.With(c)
+	}
+	hybrid := len(comps) > 1
+	hasSWA, hasMamba := set.Has(core.SWA), set.Has(core.Mamba)
+	nextMamba := int32(0)
+	early := map[int]bool{} // receipts whose SWA part was released early
+	// pickComp picks an eviction component of a hybrid tree (now and
+	// then one it lacks).
+	pickComp := func() core.Component {
+		if !hybrid {
+			return core.Full
+		}
+		if g.rng.IntN(20) == 0 {
+			return core.Component(g.rng.IntN(3))
+		}
+		return comps[g.rng.IntN(len(comps))]
+	}
+	eventKinds := map[core.EventKind]int{}
 	rng := g.rng
 	nextSlot := int32(0)
 	outs := make([]stepOut, len(engs))
 	classes := map[string]int{}
 	defer func() { t.Log(classes) }()
+	// actionKinds counts the action kinds the reference engine returned.
+	actionKinds := map[string]int{}
 	// each applies fn to every engine and compares.
 	each := func(step int, what string, fn func(d *diffEngine) stepOut) {
 		for i, d := range engs {
@@ -182,6 +250,9 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 		}
 		compareStep(t, step, what, engs, outs)
 		classes[strings.Fields(what)[0]+" "+errClass(outs[0].err)]++
+		for _, k := range hybridKinds {
+			actionKinds[k] += strings.Count(outs[0].out, k+" ") // Action.String starts with its kind
+		}
 	}
 	// pickNode returns the k-th handle an engine issued or, for k < 0,
 	// the core-form id raw (which may or may not name a live node) in the
@@ -192,9 +263,113 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 		}
 		return d.nodes[k]
 	}
+	// hybridStep is one step that only hybrid streams take: an early SWA
+	// release, a path-state eviction on any node, a read of a recency
+	// list, or a whole request (match, lock, insert of the prompt and
+	// more, unlock), which is what makes an insert meet SWA tombstones
+	// under a locked path. It returns the step's description, or "" when
+	// it had nothing to do.
+	hybridStep := func(step int) string {
+		switch sub := rng.IntN(4); sub {
+		case 0:
+			if len(engs[0].receipts) == 0 {
+				return ""
+			}
+			kr := rng.IntN(len(engs[0].receipts))
+			mispair := rng.IntN(6) == 0
+			kn := rng.IntN(len(engs[0].nodes))
+			what := fmt.Sprintf("unlock-swa receipt#%d mispair=%v node#%d", kr, mispair, kn)
+			each(step, what, func(d *diffEngine) stepOut {
+				rc := d.receipts[kr]
+				node := rc.Node
+				if mispair {
+					node = d.nodes[kn]
+				}
+				acts, err := d.e.UnlockSWA(node, rc)
+				if d == engs[0] && err == nil {
+					early[kr] = true
+				}
+				return stepOut{d.norm(acts), err}
+			})
+			return what
+		case 1:
+			k := rng.IntN(len(engs[0].nodes)+2) - 1
+			if k == len(engs[0].nodes) {
+				k = -1 - rng.IntN(20)
+			}
+			raw := core.NodeID(uint64(1+rng.IntN(3))<<32 | uint64(1+rng.IntN(30)))
+			what := fmt.Sprintf("evict-excess node#%d raw=%v", k, raw)
+			each(step, what, func(d *diffEngine) stepOut {
+				acts, err := d.e.EvictExcessPathStates(pickNode(d, k, raw))
+				return stepOut{d.norm(acts), err}
+			})
+			return what
+		case 2:
+			c := pickComp()
+			host := rng.IntN(8) == 0
+			what := fmt.Sprintf("lru %v host=%v", c, host)
+			each(step, what, func(d *diffEngine) stepOut {
+				ids, err := d.e.(lruLister).lruOrder(c, host)
+				return stepOut{d.norm(ids), err}
+			})
+			return what
+		}
+		ns, p := g.prompt()
+		p = append(p, g.tokens(rng.IntN(2*cfg.PageSize+1))...)
+		slots := make([]int32, len(p))
+		for i := range slots {
+			slots[i] = nextSlot
+			nextSlot++
+		}
+		params := core.InsertParams{Namespace: ns, Tokens: p, Slots: slots, MambaSlot: nextMamba}
+		nextMamba++
+		if kvEvents {
+			params.SessionID = fmt.Sprintf("req-%d", step%3)
+		}
+		release := rng.IntN(3) == 0 && hasSWA
+		what := fmt.Sprintf("request %v %v early=%v", ns, p, release)
+		each(step, what, func(d *diffEngine) stepOut {
+			var b strings.Builder
+			m, err := d.e.Match(nil, ns, p)
+			if err != nil {
+				return stepOut{d.norm(m), err}
+			}
+			b.WriteString(d.norm(m))
+			rc, err := d.e.Lock(m.LastDevice, 0)
+			if err != nil {
+				return stepOut{b.String(), err}
+			}
+			b.WriteString(d.norm(rc))
+			if release {
+				acts, err := d.e.UnlockSWA(m.LastDevice, rc)
+				if err != nil {
+					return stepOut{b.String(), err}
+				}
+				b.WriteString(d.norm(acts))
+			}
+			// The request's own slots stand for its whole sequence (no
+			// prev prefix), so every cached position is a duplicate that
+			// may recover an SWA tombstone.
+			res, acts, err := d.e.Insert(params)
+			if err != nil {
+				return stepOut{b.String(), err}
+			}
+			d.nodes = append(d.nodes, res.LastDevice)
+			b.WriteString(d.norm(res) + d.norm(acts) + runPathCaps(d, acts))
+			return stepOut{b.String(), d.e.Unlock(m.LastDevice, rc, release)}
+		})
+		return what
+	}
 	for step := range steps {
 		var what string
+		// A hybrid stream draws one more number per step (a Full-only
+		// stream is the same as before hybrid trees existed).
+		own := hybrid && rng.IntN(6) == 0
 		switch op := rng.IntN(100); {
+		case own:
+			if what = hybridStep(step); what == "" {
+				continue
+			}
 		case op < 25:
 			ns, p := g.prompt()
 			what = fmt.Sprintf("match %v %v", ns, p)
@@ -223,9 +398,46 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 				// Sessions split stored events (without touching the stream).
 				params.SessionID = fmt.Sprintf("req-%d", step%3)
 			}
+			if hasSWA {
+				page := cfg.PageSize
+				params.SWAEvictedSeqlen = page * rng.IntN(len(p)/page+1)
+				if rng.IntN(3) == 0 {
+					params.SWAEvictedSeqlen = 0
+				}
+				if rng.IntN(30) == 0 {
+					params.SWAEvictedSeqlen++ // unaligned (or fine with page 1)
+				}
+				if rng.IntN(3) == 0 {
+					params.SWABranchingSeqlen = page * rng.IntN(len(p)/page+2)
+				}
+			}
+			if hasMamba {
+				params.MambaSlot = nextMamba
+				nextMamba++
+				if rng.IntN(30) == 0 {
+					params.MambaSlot = -1
+				}
+			}
 			resumable := rng.IntN(3) == 0
 			what = fmt.Sprintf("insert resumable=%v %+v", resumable, params)
 			each(step, what, func(d *diffEngine) stepOut {
+				if resumable && hybrid {
+					// As a host does: run each barrier's work, then
+					// resume, until done. (The tree is not touched
+					// otherwise while the insert is suspended.)
+					st, err := d.e.BeginInsert(params)
+					out := d.norm(st)
+					for err == nil && !st.Done {
+						out += runPathCaps(d, st.Actions)
+						st, err = d.e.ResumeInsert()
+						out += " / " + d.norm(st)
+					}
+					if err == nil {
+						d.nodes = append(d.nodes, st.Result.LastDevice)
+						out += runPathCaps(d, st.Actions)
+					}
+					return stepOut{out, err}
+				}
 				if resumable {
 					st, err := d.e.BeginInsert(params)
 					if err == nil {
@@ -237,7 +449,11 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 				if err == nil {
 					d.nodes = append(d.nodes, res.LastDevice)
 				}
-				return stepOut{d.norm(res) + d.norm(acts), err}
+				out := d.norm(res) + d.norm(acts)
+				if err == nil {
+					out += runPathCaps(d, acts)
+				}
+				return stepOut{out, err}
 			})
 		case op < 48:
 			what = "resume/end insert"
@@ -259,6 +475,9 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 			if rng.IntN(10) == 0 {
 				skip = skip.With(core.SWA)
 			}
+			if hybrid && rng.IntN(8) == 0 {
+				skip = skip.With(core.Mamba)
+			}
 			raw := core.NodeID(uint64(1+rng.IntN(3))<<32 | uint64(1+rng.IntN(30)))
 			what = fmt.Sprintf("lock node#%d raw=%v", k, raw)
 			each(step, what, func(d *diffEngine) stepOut {
@@ -275,8 +494,12 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 			kr := rng.IntN(len(engs[0].receipts))
 			mispair := rng.IntN(5) == 0
 			kn := rng.IntN(len(engs[0].nodes))
-			what = fmt.Sprintf("unlock receipt#%d mispair=%v node#%d", kr, mispair, kn)
 			skipSWA := rng.IntN(8) == 0
+			if hasSWA {
+				// Mostly what the receipt needs; now and then the wrong one.
+				skipSWA = skipSWA != early[kr]
+			}
+			what = fmt.Sprintf("unlock receipt#%d mispair=%v node#%d skipSWA=%v", kr, mispair, kn, skipSWA)
 			each(step, what, func(d *diffEngine) stepOut {
 				rc := d.receipts[kr]
 				node := rc.Node
@@ -287,19 +510,24 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 			})
 		case op < 83:
 			want := rng.IntN(24) - 2
-			what = fmt.Sprintf("evict want=%d", want)
+			comp := pickComp()
+			what = fmt.Sprintf("evict %v want=%d", comp, want)
 			each(step, what, func(d *diffEngine) stepOut {
-				acts, freed, err := d.e.Evict(core.Full, want, make([]core.Action, 1))
+				acts, freed, err := d.e.Evict(comp, want, make([]core.Action, 1))
 				return stepOut{fmt.Sprintf("freed=%d ", freed) + d.norm(acts), err}
 			})
 		case op < 92:
 			want := rng.IntN(16)
 			sub := rng.IntN(4)
-			what = fmt.Sprintf("step-wise evict %d want=%d", sub, want)
+			comp := core.Full
+			if sub == 0 {
+				comp = pickComp()
+			}
+			what = fmt.Sprintf("step-wise evict %d %v want=%d", sub, comp, want)
 			each(step, what, func(d *diffEngine) stepOut {
 				switch sub {
 				case 0:
-					return stepOut{"", d.e.EvictStart(core.Full, want)}
+					return stepOut{"", d.e.EvictStart(comp, want)}
 				case 3:
 					return stepOut{"", d.e.EvictEnd()}
 				}
@@ -309,10 +537,17 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 		case op < 97:
 			what = "sizes"
 			each(step, what, func(d *diffEngine) stepOut {
-				ev, err1 := d.e.Evictable(core.Full)
-				pr, err2 := d.e.Protected(core.Full)
+				var b strings.Builder
+				var errs []error
+				for _, c := range comps {
+					ev, err1 := d.e.Evictable(c)
+					pr, err2 := d.e.Protected(c)
+					fmt.Fprintf(&b, "%v %d %d ", c, ev, pr)
+					errs = append(errs, err1, err2)
+				}
 				o, err3 := d.e.Evictable(core.Component(7))
-				return stepOut{fmt.Sprintf("%d %d %d", ev, pr, o), errors.Join(err1, err2, err3)}
+				fmt.Fprintf(&b, "%d", o)
+				return stepOut{b.String(), errors.Join(append(errs, err3)...)}
 			})
 		default:
 			if rng.IntN(4) != 0 {
@@ -325,8 +560,11 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 			s, err := d.e.Render()
 			return stepOut{s, err}
 		})
-		if step%25 == 0 {
+		if step%25 == 0 || (hybrid && step%5 == 0) {
 			each(step, what+" (sanity)", func(d *diffEngine) stepOut { return stepOut{"", d.e.SanityCheck()} })
+			if hybrid {
+				require.NoError(t, outs[0].err, "step %d %s: sanity", step, what)
+			}
 		}
 		// Drain on a schedule of its own (the stream's random numbers are
 		// untouched), so that events coalesce across several steps.
@@ -349,5 +587,47 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 			})
 		}
 	}
+	if hybrid {
+		t.Log("action kinds:", actionKinds)
+		want := []string{core.ActionFreeDeviceKV.String(), core.ActionFreeDeviceSlots.String()}
+		if hasSWA {
+			want = append(want, core.ActionFreeDeviceKVFullOnly.String(), core.ActionSWARebuild.String())
+			if steps >= 2000 { // rare: a locked path through a tombstone
+				want = append(want, core.ActionRecoverSWAWithLockedFull.String())
+			}
+		}
+		if hasMamba && cfg.MambaMaxPathStates > 0 {
+			want = append(want, core.ActionMambaEvictExcessPathStates.String())
+		}
+		for _, k := range want {
+			require.Positive(t, actionKinds[k], "the stream produced no %s action", k)
+		}
+	}
 	return eventKinds
+}
+
+// hybridKinds are the action kinds a hybrid stream counts.
+var hybridKinds = []string{
+	core.ActionFreeDeviceKV.String(), core.ActionFreeDeviceKVFullOnly.String(), core.ActionFreeDeviceSlots.String(),
+	core.ActionSWARebuild.String(), core.ActionRecoverSWAWithLockedFull.String(),
+	core.ActionMambaEvictExcessPathStates.String(),
+}
+
+// runPathCaps does what a host does with an insert's actions: it runs
+// EvictExcessPathStates for each MambaEvictExcessPathStates action, and
+// returns the normalised frees. The actions' node ids are read before the
+// first call (which may reuse the engine's buffers).
+func runPathCaps(d *diffEngine, acts []core.Action) string {
+	var tails []core.NodeID
+	for _, a := range acts {
+		if a.Kind == core.ActionMambaEvictExcessPathStates {
+			tails = append(tails, a.Node)
+		}
+	}
+	var b strings.Builder
+	for _, tail := range tails {
+		frees, err := d.e.EvictExcessPathStates(tail)
+		fmt.Fprintf(&b, " cap %v: %s %s", coreID(d.e, tail), d.norm(frees), errClass(err))
+	}
+	return b.String()
 }

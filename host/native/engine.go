@@ -36,6 +36,16 @@ type Engine interface {
 	// Lock protects node and its path to the root; Unlock releases it.
 	Lock(node core.NodeID, skip core.ComponentSet) (core.Receipt, error)
 	Unlock(node core.NodeID, r core.Receipt, skipSWA bool) error
+	// UnlockSWA releases the SWA (and Mamba) part of a lock early, keeping
+	// Full locked, and returns the frees it decided (see
+	// core.Tree.UnlockSWA). The lock is then released with Unlock and
+	// skipSWA set.
+	UnlockSWA(node core.NodeID, r core.Receipt) ([]core.Action, error)
+	// EvictExcessPathStates enforces the per-path cap on Mamba states on
+	// the path from tail to the root, as an insert's
+	// ActionMambaEvictExcessPathStates asks, and returns the frees (see
+	// core.Tree.EvictExcessPathStates).
+	EvictExcessPathStates(tail core.NodeID) ([]core.Action, error)
 
 	// Evict frees at least want device atoms of component c when that
 	// many are unlocked, appending the frees to dst.
@@ -149,6 +159,20 @@ func (e *directEngine) Unlock(node core.NodeID, r core.Receipt, skipSWA bool) er
 		return errEngineClosed
 	}
 	return e.t.Unlock(node, r, skipSWA)
+}
+
+func (e *directEngine) UnlockSWA(node core.NodeID, r core.Receipt) ([]core.Action, error) {
+	if e.closed {
+		return nil, errEngineClosed
+	}
+	return e.t.UnlockSWA(node, r)
+}
+
+func (e *directEngine) EvictExcessPathStates(tail core.NodeID) ([]core.Action, error) {
+	if e.closed {
+		return nil, errEngineClosed
+	}
+	return e.t.EvictExcessPathStates(tail)
 }
 
 func (e *directEngine) Evict(c core.Component, want int, dst []core.Action) ([]core.Action, int, error) {

@@ -159,6 +159,12 @@ func wireConfigFits(cfg core.Config) error {
 		return fmt.Errorf("%w: %d components listed", core.ErrInvalidConfig, len(cfg.Components))
 	case int64(cfg.WriteThroughThreshold) != int64(int32(cfg.WriteThroughThreshold)):
 		return fmt.Errorf("%w: write-through threshold %d is out of range", core.ErrInvalidConfig, cfg.WriteThroughThreshold)
+	case int64(cfg.SWAWindow) != int64(int32(cfg.SWAWindow)):
+		return fmt.Errorf("%w: SWA window %d is out of range", core.ErrInvalidConfig, cfg.SWAWindow)
+	case int64(cfg.MambaChunkSize) != int64(int32(cfg.MambaChunkSize)):
+		return fmt.Errorf("%w: Mamba chunk size %d is out of range", core.ErrInvalidConfig, cfg.MambaChunkSize)
+	case int64(cfg.MambaMaxPathStates) != int64(int32(cfg.MambaMaxPathStates)):
+		return fmt.Errorf("%w: Mamba path cap %d is out of range", core.ErrInvalidConfig, cfg.MambaMaxPathStates)
 	}
 	return nil
 }
@@ -256,7 +262,7 @@ func (e *wireEngine) Match(dst []int32, ns core.Namespace, tokens []uint32) (cor
 	err := e.roundTripMatch(abi.OpMatch, dst)
 	e.q.Insert = core.InsertParams{}
 	if err != nil {
-		return core.MatchResult{Indices: dst, SWABranchingSeqlen: -1, MambaBranchingSeqlen: -1, Actions: e.r.Actions}, err
+		return core.MatchResult{Indices: dst, SWABranchingSeqlen: -1, MambaBranchingSeqlen: -1, MambaSlot: -1, Actions: e.r.Actions}, err
 	}
 	m := e.r.Match
 	m.LastDevice, m.LastHost, m.Best = e.fromWire(m.LastDevice), e.fromWire(m.LastHost), e.fromWire(m.Best)
@@ -266,8 +272,13 @@ func (e *wireEngine) Match(dst []int32, ns core.Namespace, tokens []uint32) (cor
 
 // insertFits rejects insert parameters the wire cannot carry unchanged.
 func insertFits(p *core.InsertParams) error {
-	if int64(p.PrevPrefixLen) != int64(int32(p.PrevPrefixLen)) {
+	switch {
+	case int64(p.PrevPrefixLen) != int64(int32(p.PrevPrefixLen)):
 		return fmt.Errorf("%w: prev prefix length %d is out of range", core.ErrInvalidArgument, p.PrevPrefixLen)
+	case int64(p.SWAEvictedSeqlen) != int64(int32(p.SWAEvictedSeqlen)):
+		return fmt.Errorf("%w: SWA evicted length %d is out of range", core.ErrInvalidArgument, p.SWAEvictedSeqlen)
+	case int64(p.SWABranchingSeqlen) != int64(int32(p.SWABranchingSeqlen)):
+		return fmt.Errorf("%w: SWA branching length %d is out of range", core.ErrInvalidArgument, p.SWABranchingSeqlen)
 	}
 	return nil
 }
@@ -347,6 +358,27 @@ func (e *wireEngine) Unlock(node core.NodeID, r core.Receipt, skipSWA bool) erro
 	err := e.roundTrip(abi.OpUnlock)
 	e.q.Node, e.q.Receipt, e.q.SkipSWA = 0, core.Receipt{}, false
 	return err
+}
+
+func (e *wireEngine) UnlockSWA(node core.NodeID, r core.Receipt) ([]core.Action, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	r.Node = e.toWire(r.Node)
+	e.q.Node, e.q.Receipt = e.toWire(node), r
+	err := e.roundTrip(abi.OpUnlockSWAEarly)
+	e.q.Node, e.q.Receipt = 0, core.Receipt{}
+	return e.r.Actions, err
+}
+
+func (e *wireEngine) EvictExcessPathStates(tail core.NodeID) ([]core.Action, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	e.q.Node = e.toWire(tail)
+	err := e.roundTrip(abi.OpEvictExcessPathStates)
+	e.q.Node = 0
+	return e.r.Actions, err
 }
 
 func (e *wireEngine) Evict(c core.Component, want int, dst []core.Action) ([]core.Action, int, error) {

@@ -30,7 +30,15 @@ func TestWireEngine_Config(t *testing.T) {
 			_, err = k.new(core.Config{PageSize: -1})
 			require.ErrorIs(t, err, core.ErrInvalidConfig, "not wrapped to a huge u32")
 			_, err = k.new(core.Config{PageSize: 1, Components: []core.Component{core.Full, core.SWA}})
-			require.ErrorIs(t, err, core.ErrUnsupported)
+			require.ErrorIs(t, err, core.ErrInvalidConfig, "swa without a window")
+			for _, bad := range []core.Config{
+				{PageSize: 1, Components: []core.Component{core.Full, core.SWA}, SWAWindow: 1 << 40},
+				{PageSize: 1, Components: []core.Component{core.Full, core.Mamba}, MambaChunkSize: 1<<32 + 1},
+				{PageSize: 1, Components: []core.Component{core.Full, core.Mamba}, MambaMaxPathStates: 1<<32 + 2},
+			} {
+				_, err = k.new(bad)
+				require.ErrorIs(t, err, core.ErrInvalidConfig, "not wrapped to a small i32: %+v", bad)
+			}
 
 			cfg := core.Config{PageSize: 4, Components: []core.Component{core.Full}, Policy: "lfu"}
 			e := newEngine(t, k.new, cfg)
@@ -38,6 +46,10 @@ func TestWireEngine_Config(t *testing.T) {
 			require.Equal(t, cfg, got)
 			got.Components[0] = core.Mamba
 			require.Equal(t, core.Full, e.Config().Components[0], "Config returns a copy")
+
+			hy := core.Config{PageSize: 2, Components: []core.Component{core.Full, core.SWA, core.Mamba},
+				SWAWindow: 6, MambaChunkSize: 4, MambaMaxPathStates: 2}
+			require.Equal(t, hy, newEngine(t, k.new, hy).Config())
 		})
 	}
 }
@@ -105,6 +117,12 @@ func TestWireEngine_ErrorsThenUsable(t *testing.T) {
 			require.ErrorIs(t, err, core.ErrInvalidArgument, "too few slots")
 			_, _, err = e.Insert(core.InsertParams{Tokens: p, Slots: seqSlots(0, 6), PrevPrefixLen: 1 << 40})
 			require.ErrorIs(t, err, core.ErrInvalidArgument, "prev prefix beyond the wire's i32")
+			_, err = e.BeginInsert(core.InsertParams{Tokens: p, Slots: seqSlots(0, 6), SWAEvictedSeqlen: 1 << 40})
+			require.ErrorIs(t, err, core.ErrInvalidArgument, "SWA evicted length beyond the wire's i32")
+			_, _, err = e.Insert(core.InsertParams{Tokens: p, Slots: seqSlots(0, 6), SWABranchingSeqlen: -1 << 40})
+			require.ErrorIs(t, err, core.ErrInvalidArgument, "SWA branching length beyond the wire's i32")
+			_, _, err = e.Insert(core.InsertParams{Tokens: p, Slots: seqSlots(0, 6), SWAEvictedSeqlen: 2})
+			require.ErrorIs(t, err, core.ErrInvalidArgument, "SWA lengths without swa")
 			res, acts, err := e.Insert(core.InsertParams{Tokens: p, Slots: seqSlots(0, 6)})
 			require.NoError(t, err)
 			require.Empty(t, acts)
@@ -130,6 +148,13 @@ func TestWireEngine_ErrorsThenUsable(t *testing.T) {
 
 			rc, err := e.Lock(res.LastDevice, 0)
 			require.NoError(t, err)
+			acts, err = e.UnlockSWA(res.LastDevice, rc)
+			require.ErrorIs(t, err, core.ErrInvalidArgument, "no swa")
+			require.Empty(t, acts)
+			_, err = e.EvictExcessPathStates(res.LastDevice)
+			require.ErrorIs(t, err, core.ErrInvalidArgument, "no mamba")
+			_, err = e.EvictExcessPathStates(res.LastDevice ^ 1<<40)
+			require.ErrorIs(t, err, core.ErrStaleNode)
 			forged := rc
 			forged.Serial++
 			require.ErrorIs(t, e.Unlock(res.LastDevice, forged, false), core.ErrReceipt)
@@ -149,8 +174,69 @@ func TestWireEngine_ErrorsThenUsable(t *testing.T) {
 			_, err = e.Match(nil, core.Namespace{}, p)
 			require.ErrorIs(t, err, ErrClosed)
 			require.ErrorIs(t, e.Reset(), ErrClosed)
+			_, err = e.UnlockSWA(res.LastDevice, rc)
+			require.ErrorIs(t, err, ErrClosed)
+			_, err = e.EvictExcessPathStates(res.LastDevice)
+			require.ErrorIs(t, err, ErrClosed)
 		})
 	}
+}
+
+// TestEngines_Hybrid runs one SWA and Mamba request through every engine:
+// the insert's rebuild and cap actions, the cap's frees, the match's
+// Mamba slot, the early SWA release and the unlock that must follow it.
+func TestEngines_Hybrid(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, ctor engineCtor) {
+		e := newEngine(t, ctor, core.Config{PageSize: 2, Components: []core.Component{core.Full, core.SWA, core.Mamba},
+			SWAWindow: 4, MambaMaxPathStates: 1})
+		p := seq(1, 8)
+		res, acts, err := e.Insert(core.InsertParams{Tokens: p, Slots: seqSlots(100, 8), MambaSlot: 5})
+		require.NoError(t, err)
+		require.False(t, res.MambaExist)
+		require.Len(t, acts, 3)
+		require.Equal(t, core.ActionSWARebuild, acts[0].Kind)
+		require.Equal(t, seqSlots(100, 4), acts[0].Slots)
+		require.Equal(t, core.ActionMambaEvictExcessPathStates, acts[2].Kind)
+		require.Equal(t, res.LastDevice, acts[2].Node)
+		frees, err := e.EvictExcessPathStates(acts[2].Node)
+		require.NoError(t, err)
+		require.Empty(t, frees, "one state on the path")
+
+		// A second state further down: the cap drops the first one.
+		res2, acts, err := e.Insert(core.InsertParams{Tokens: seq(1, 12), Slots: seqSlots(200, 12), PrevPrefixLen: 8, MambaSlot: 6})
+		require.NoError(t, err)
+		require.Equal(t, core.ActionMambaEvictExcessPathStates, acts[len(acts)-1].Kind)
+		frees, err = e.EvictExcessPathStates(res2.LastDevice)
+		require.NoError(t, err)
+		require.Equal(t, []core.Action{{Kind: core.ActionFreeDeviceSlots, Component: core.Mamba, Node: res.LastDevice, Slots: []int32{5}}}, frees)
+
+		m, err := e.Match(nil, core.Namespace{}, seq(1, 12))
+		require.NoError(t, err)
+		require.Equal(t, int32(6), m.MambaSlot)
+		require.Equal(t, res2.LastDevice, m.LastDevice)
+		m0, err := e.Match(nil, core.Namespace{}, seq(1, 8))
+		require.NoError(t, err)
+		require.Equal(t, int32(-1), m0.MambaSlot, "the first state was dropped")
+
+		rc, err := e.Lock(m.LastDevice, 0)
+		require.NoError(t, err)
+		require.NotZero(t, rc.SWAUUID)
+		acts, err = e.UnlockSWA(m.LastDevice, rc)
+		require.NoError(t, err)
+		require.Empty(t, acts)
+		_, err = e.UnlockSWA(m.LastDevice, rc)
+		require.ErrorIs(t, err, core.ErrReceipt)
+		require.ErrorIs(t, e.Unlock(m.LastDevice, rc, false), core.ErrReceipt)
+		require.NoError(t, e.Unlock(m.LastDevice, rc, true))
+
+		for _, c := range []core.Component{core.SWA, core.Mamba} {
+			acts, freed, err := e.Evict(c, 1, nil)
+			require.NoError(t, err)
+			require.Positive(t, freed, "%v", c)
+			require.Equal(t, c, acts[0].Component)
+		}
+		require.NoError(t, e.SanityCheck())
+	})
 }
 
 func seqSlots(from, n int) []int32 {

@@ -85,14 +85,18 @@ var wireNodePrefix = regexp.MustCompile(`node 0x[0-9a-f]{16}: `)
 // transcriptArgs lists the commands the engine harness runs and the
 // arguments each takes.
 var transcriptArgs = map[string][]string{
-	"new":           {"page", "policy", "bigram", "host-tier", "kv-events", "hash", "write-back", "components"},
-	"insert":        {"tokens", "slots", "ns", "prev", "prio", "chunked", "track", "session", "as"},
-	"begin-insert":  {"tokens", "slots", "ns", "prev", "prio", "chunked", "track", "session", "as"},
+	"new": {"page", "policy", "bigram", "host-tier", "kv-events", "hash", "write-back", "components",
+		"window", "mamba-chunk", "mamba-cap"},
+	"insert":        {"tokens", "slots", "ns", "prev", "prio", "chunked", "track", "session", "as", "swa-evicted", "swa-branching", "mamba"},
+	"begin-insert":  {"tokens", "slots", "ns", "prev", "prio", "chunked", "track", "session", "as", "swa-evicted", "swa-branching", "mamba"},
 	"resume-insert": {"as"},
 	"end-insert":    {},
 	"match":         {"tokens", "ns", "as"},
 	"lock":          {"node", "skip", "as"},
 	"unlock":        {"node", "receipt", "skip-swa", "forge"},
+	"unlock-swa":    {"node", "receipt", "forge"},
+	"evict-excess":  {"node"},
+	"lru":           {"comp", "host"},
 	"evict":         {"n", "comp"},
 	"evict-start":   {"n", "comp"},
 	"evict-next":    {}, "evict-end": {}, "render": {}, "sanity": {}, "nodes": {},
@@ -196,7 +200,9 @@ func maskCoreOnly(script string) (string, int) {
 // engineTarget runs the transcripts on an engine: the inspection
 // commands go through the engine's Inspector (the direct engine answers
 // from its tree, the wire engines through ABI ops that Engine does not
-// expose), and ids print in core form.
+// expose), and ids print in core form. UnlockSWA and
+// EvictExcessPathStates (the unlock-swa and evict-excess commands) are
+// Engine's own.
 type engineTarget struct {
 	Engine
 	transcripttest.Inspector
@@ -205,11 +211,41 @@ type engineTarget struct {
 func (e engineTarget) CoreID(id core.NodeID) core.NodeID   { return coreID(e.Engine, id) }
 func (e engineTarget) TargetID(id core.NodeID) core.NodeID { return engineID(e.Engine, id) }
 
+// LRUOrder answers the lru command: the direct engine from its tree, the
+// wire engines through the lru_order op (which Engine does not expose).
+// The harness's signature has no error: a failed call lists nothing.
+func (e engineTarget) LRUOrder(c core.Component, host bool) []core.NodeID {
+	ids, err := e.Engine.(lruLister).lruOrder(c, host)
+	if err != nil {
+		return nil
+	}
+	return ids
+}
+
+type lruLister interface {
+	lruOrder(c core.Component, host bool) ([]core.NodeID, error)
+}
+
 var (
-	_ transcripttest.Inspector = (*directEngine)(nil)
-	_ transcripttest.Inspector = (*wireEngine)(nil)
-	_ transcripttest.IDMapper  = engineTarget{}
+	_ transcripttest.Inspector        = (*directEngine)(nil)
+	_ transcripttest.Inspector        = (*wireEngine)(nil)
+	_ transcripttest.IDMapper         = engineTarget{}
+	_ transcripttest.SWAUnlocker      = engineTarget{}
+	_ transcripttest.PathStateEvictor = engineTarget{}
+	_ transcripttest.LRUInspector     = engineTarget{}
+	_ lruLister                       = (*directEngine)(nil)
+	_ lruLister                       = (*wireEngine)(nil)
 )
+
+func (e *directEngine) lruOrder(c core.Component, host bool) ([]core.NodeID, error) {
+	return e.t.LRUOrder(c, host), nil
+}
+
+func (e *wireEngine) lruOrder(c core.Component, host bool) ([]core.NodeID, error) {
+	e.q.Component, e.q.Host = c, host
+	defer func() { e.q.Component, e.q.Host = 0, false }()
+	return e.nodeList(abi.OpLRUOrder)
+}
 
 func (e *directEngine) Root() (core.NodeID, error) { return e.t.Root(), nil }
 func (e *directEngine) Inspect(id core.NodeID) (core.NodeInfo, error) {
