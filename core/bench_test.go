@@ -32,7 +32,30 @@ func benchSlots(base int32, n int) []int32 {
 
 func newBenchTree(b *testing.B, page int) *core.Tree {
 	b.Helper()
-	t, err := core.New(core.Config{PageSize: page})
+	return newSetTree(b, benchSets[0], page)
+}
+
+// benchSet is a component set of the match and insert benchmarks, with the
+// parameters the issue fixes for the comparison: [Full, SWA] with a
+// 4096-token window and [Full, Mamba] with 64-token chunks. Each
+// benchmark runs the sets as its innermost level, one after the other, so
+// their ratios to [Full] come from the same run.
+type benchSet struct {
+	name string
+	cfg  core.Config
+}
+
+var benchSets = []benchSet{
+	{"set=full", core.Config{}},
+	{"set=full+swa", core.Config{Components: []core.Component{core.Full, core.SWA}, SWAWindow: 4096}},
+	{"set=full+mamba", core.Config{Components: []core.Component{core.Full, core.Mamba}, MambaChunkSize: 64}},
+}
+
+func newSetTree(b *testing.B, set benchSet, page int) *core.Tree {
+	b.Helper()
+	cfg := set.cfg
+	cfg.PageSize = page
+	t, err := core.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,37 +98,43 @@ func BenchmarkFloor(b *testing.B) {
 // BenchmarkMatch matches a 4096-token request against a tree that caches
 // all of it (cached=100%) or its first half (cached=50%: the request
 // shares 2048 tokens with two cached 4096-token sequences that diverge
-// there, so the steady-state walk ends on a branching node with no split).
+// there, so the steady-state walk ends on a branching node with no split;
+// in Mamba trees that node also holds a state, as a branch checkpoint
+// would, so every set matches 2048 tokens). The innermost level is the
+// component set.
 func BenchmarkMatch(b *testing.B) {
 	for _, page := range []int{1, 16} {
 		for _, cached := range []int{100, 50} {
-			b.Run(fmt.Sprintf("page=%d/cached=%d%%", page, cached), func(b *testing.B) {
-				t := newBenchTree(b, page)
-				key := benchKey(1, benchKeyLen)
-				mustInsert(b, t, core.InsertParams{Tokens: key, Slots: benchSlots(0, benchKeyLen)})
-				q := key
-				want := benchKeyLen
-				if cached == 50 {
-					half := benchKeyLen / 2
-					other := append(slices.Clone(key[:half]), benchKey(1<<20, half)...)
-					mustInsert(b, t, core.InsertParams{Tokens: other, Slots: benchSlots(benchKeyLen, benchKeyLen), PrevPrefixLen: 0})
-					q = append(slices.Clone(key[:half]), benchKey(1<<21, half)...)
-					want = half
-				}
-				dst := make([]int32, 0, benchKeyLen)
-				// One warm-up match performs any split.
-				if r, err := t.Match(dst, core.Namespace{}, q); err != nil || r.DeviceLen != want {
-					b.Fatalf("warm-up match: %d atoms, %v; want %d", r.DeviceLen, err, want)
-				}
-				b.ReportAllocs()
-				for b.Loop() {
-					r, err := t.Match(dst[:0], core.Namespace{}, q)
-					if err != nil || r.DeviceLen != want {
-						b.Fatalf("match: %d atoms, %v", r.DeviceLen, err)
+			for _, set := range benchSets {
+				b.Run(fmt.Sprintf("page=%d/cached=%d%%/%s", page, cached, set.name), func(b *testing.B) {
+					t := newSetTree(b, set, page)
+					key := benchKey(1, benchKeyLen)
+					mustInsert(b, t, core.InsertParams{Tokens: key, Slots: benchSlots(0, benchKeyLen)})
+					q := key
+					want := benchKeyLen
+					if cached == 50 {
+						half := benchKeyLen / 2
+						other := append(slices.Clone(key[:half]), benchKey(1<<20, half)...)
+						mustInsert(b, t, core.InsertParams{Tokens: other, Slots: benchSlots(benchKeyLen, benchKeyLen), PrevPrefixLen: 0, MambaSlot: 1})
+						mustInsert(b, t, core.InsertParams{Tokens: key[:half], Slots: benchSlots(0, half), PrevPrefixLen: half, MambaSlot: 2})
+						q = append(slices.Clone(key[:half]), benchKey(1<<21, half)...)
+						want = half
 					}
-				}
-				reportPerToken(b, benchKeyLen)
-			})
+					dst := make([]int32, 0, benchKeyLen)
+					// One warm-up match performs any split.
+					if r, err := t.Match(dst, core.Namespace{}, q); err != nil || r.DeviceLen != want {
+						b.Fatalf("warm-up match: %d atoms, %v; want %d", r.DeviceLen, err, want)
+					}
+					b.ReportAllocs()
+					for b.Loop() {
+						r, err := t.Match(dst[:0], core.Namespace{}, q)
+						if err != nil || r.DeviceLen != want {
+							b.Fatalf("match: %d atoms, %v", r.DeviceLen, err)
+						}
+					}
+					reportPerToken(b, benchKeyLen)
+				})
+			}
 		}
 	}
 }
@@ -115,59 +144,67 @@ func BenchmarkMatch(b *testing.B) {
 const insertBatch = 256
 
 // BenchmarkInsert inserts 4096 new tokens (a key whose first page is new,
-// so it becomes a new leaf under the root). Every insertBatch inserts the
-// tree is Reset with the timer stopped.
+// so it becomes a new leaf under the root; in SWA trees with its SWA
+// data, in Mamba trees with a state). Every insertBatch inserts the tree
+// is Reset with the timer stopped. The innermost level is the component
+// set.
 func BenchmarkInsert(b *testing.B) {
 	for _, page := range []int{1, 16} {
-		b.Run(fmt.Sprintf("page=%d", page), func(b *testing.B) {
-			t := newBenchTree(b, page)
-			keys := make([][]uint32, insertBatch)
-			for k := range keys {
-				keys[k] = benchKey(uint32(k)*benchKeyLen, benchKeyLen)
-			}
-			slots := benchSlots(0, benchKeyLen)
-			k := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				if k == insertBatch {
-					b.StopTimer()
-					t.Reset()
-					k = 0
-					b.StartTimer()
+		for _, set := range benchSets {
+			b.Run(fmt.Sprintf("page=%d/%s", page, set.name), func(b *testing.B) {
+				t := newSetTree(b, set, page)
+				keys := make([][]uint32, insertBatch)
+				for k := range keys {
+					keys[k] = benchKey(uint32(k)*benchKeyLen, benchKeyLen)
 				}
-				if _, _, err := t.Insert(core.InsertParams{Tokens: keys[k], Slots: slots}); err != nil {
-					b.Fatal(err)
+				slots := benchSlots(0, benchKeyLen)
+				k := 0
+				b.ReportAllocs()
+				for b.Loop() {
+					if k == insertBatch {
+						b.StopTimer()
+						t.Reset()
+						k = 0
+						b.StartTimer()
+					}
+					if _, _, err := t.Insert(core.InsertParams{Tokens: keys[k], Slots: slots, MambaSlot: int32(k)}); err != nil {
+						b.Fatal(err)
+					}
+					k++
 				}
-				k++
-			}
-			reportPerToken(b, benchKeyLen)
-		})
+				reportPerToken(b, benchKeyLen)
+			})
+		}
 	}
 }
 
 // BenchmarkInsertCached inserts a 4096-token sequence the tree already
 // holds: prev=all is a request that matched (and locked) all of it, so
 // nothing is freed; prev=0 is one that matched nothing and computed all of
-// it again, so insert hands all 4096 incoming slots back as duplicates.
+// it again, so insert hands all 4096 incoming slots back as duplicates
+// (and, in Mamba trees, reports that a state already covers it). The
+// innermost level is the component set.
 func BenchmarkInsertCached(b *testing.B) {
 	for _, page := range []int{1, 16} {
 		for _, prev := range []string{"all", "0"} {
-			b.Run(fmt.Sprintf("page=%d/prev=%s", page, prev), func(b *testing.B) {
-				t := newBenchTree(b, page)
-				key := benchKey(1, benchKeyLen)
-				mustInsert(b, t, core.InsertParams{Tokens: key, Slots: benchSlots(0, benchKeyLen)})
-				p := core.InsertParams{Tokens: key, Slots: benchSlots(benchKeyLen, benchKeyLen)}
-				if prev == "all" {
-					p.PrevPrefixLen = benchKeyLen
-				}
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, _, err := t.Insert(p); err != nil {
-						b.Fatal(err)
+			for _, set := range benchSets {
+				b.Run(fmt.Sprintf("page=%d/prev=%s/%s", page, prev, set.name), func(b *testing.B) {
+					t := newSetTree(b, set, page)
+					key := benchKey(1, benchKeyLen)
+					mustInsert(b, t, core.InsertParams{Tokens: key, Slots: benchSlots(0, benchKeyLen)})
+					p := core.InsertParams{Tokens: key, Slots: benchSlots(benchKeyLen, benchKeyLen), MambaSlot: 1}
+					if prev == "all" {
+						p.PrevPrefixLen = benchKeyLen
 					}
-				}
-				reportPerToken(b, benchKeyLen)
-			})
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, _, err := t.Insert(p); err != nil {
+							b.Fatal(err)
+						}
+					}
+					reportPerToken(b, benchKeyLen)
+				})
+			}
 		}
 	}
 }

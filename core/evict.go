@@ -53,6 +53,8 @@ type evictWalk struct {
 // host copy stays in the tree); under write-back an unbacked leaf yields
 // an ActionBackupKV instead and is left as it is: the host backs it up
 // and calls Demote (or DropSubtreeNoHost), and only then is it freed.
+// Such a step reports Freed 0 but counts toward want, so the walk ends
+// when what it freed plus what it handed to the host reaches want.
 //
 // EvictStart begins a step-wise device eviction of component c that aims
 // to free want atoms (states for Mamba). Full candidates are the
@@ -139,12 +141,16 @@ func (t *Tree) evictNext(dst []Action) (EvictStep, []Action, error) {
 		}
 		mark := len(dst)
 		before := t.evictable[Full] + t.protected[Full]
+		atoms := len(n.dev[Full])
 		var err error
 		if dst, err = t.evictDeviceLeaf(e.idx, dst); err != nil {
 			return EvictStep{}, dst, err
 		}
 		freed := before - t.evictable[Full] - t.protected[Full]
 		w.freed += freed
+		if freed == 0 {
+			w.freed += atoms // handed to the host (write-back): it frees them
+		}
 		return EvictStep{Node: id, Freed: freed, Actions: dst[mark:len(dst):len(dst)]}, dst, nil
 	}
 	return EvictStep{Done: true}, dst, nil
@@ -167,6 +173,7 @@ func (t *Tree) auxEvictNext(dst []Action) (EvictStep, []Action, error) {
 		w.cursorGen = t.nodes[w.cursor].gen
 	}
 	before := t.evictable[c] + t.protected[c]
+	own := len(t.nodes[x].dev[c])
 	id := t.handle(x)
 	mark := len(dst)
 	var err error
@@ -183,6 +190,9 @@ func (t *Tree) auxEvictNext(dst []Action) (EvictStep, []Action, error) {
 	}
 	freed := before - t.evictable[c] - t.protected[c]
 	w.freed += freed
+	if freed == 0 {
+		w.freed += own // handed to the host (write-back): it frees them
+	}
 	return EvictStep{Node: id, Freed: freed, Actions: dst[mark:len(dst):len(dst)]}, dst, nil
 }
 
@@ -195,6 +205,9 @@ func (t *Tree) auxEvictNext(dst []Action) (EvictStep, []Action, error) {
 func (t *Tree) cascade(i int32, trig Component, l layer, acts []Action) ([]Action, error) {
 	n := &t.nodes[i]
 	leaf := n.dpos >= 0
+	if l == layerHost {
+		leaf = n.hpos >= 0
+	}
 	tc := t.byKind[trig]
 	tp, tip := tc.priority(leaf), tc.priority(false)
 	var victims [numComponents]bool

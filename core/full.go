@@ -42,8 +42,9 @@ func (fullComponent) split(t *Tree, prefix, child int32, at int) {
 	if v := c.host[Full]; v != nil {
 		p.host[Full], c.host[Full] = v[:at:at], v[at:]
 	}
+	// The device lock is a path lock: it covers both halves. The host lock
+	// is on its anchor only, which stays the child.
 	p.lock[Full] = c.lock[Full]
-	p.hostLock[Full] = c.hostLock[Full]
 }
 
 // acquire increments every node from i up to (excluding) the root. A node

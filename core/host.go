@@ -219,6 +219,9 @@ func (t *Tree) MarkWriteThroughPending(nodes []NodeID, ack int64) ([]NodeID, err
 	if err != nil {
 		return nil, err
 	}
+	if t.cfg.writeBack {
+		return nil, fmt.Errorf("%w: write-back backups are complete when committed; there is nothing to mark pending", ErrInvalidArgument)
+	}
 	for k, i := range idx {
 		if n := &t.nodes[i]; !n.backuped() || n.wtPending != 0 {
 			return nil, fmt.Errorf("%w: %v is not backed up or already pending", ErrInvalidArgument, nodes[k])
@@ -338,11 +341,11 @@ func (t *Tree) DropSubtreeNoHost(node NodeID) (bool, []Action, error) {
 		return false, nil, err
 	}
 	n := &t.nodes[i]
+	if n.hostLocked() && n.dev[Full] != nil {
+		return false, nil, nil // (a host lock also keeps it out of the D-leaf set)
+	}
 	if n.dpos < 0 || n.backuped() || n.wtPending != 0 {
 		return false, nil, fmt.Errorf("%w: %v is not an unbacked evictable device leaf", ErrInvalidArgument, node)
-	}
-	if n.hostLocked() {
-		return false, nil, nil
 	}
 	var desc []int32
 	stack := append([]int32(nil), n.children...)

@@ -6,8 +6,8 @@ import "fmt"
 // are evictable, appending the frees to dst, and returns what it freed.
 //
 // Under write-back, host copies of data that is also on the device go
-// first: for Full oldest first, sparing evictable device leaves until a
-// second pass; for SWA in the device list's order. Then, for Full, then deletes host-only leaves in the tree's policy order,
+// first, sparing evictable device leaves until a second pass: for Full
+// oldest first, for SWA in the device list's order. Then, for Full, then deletes host-only leaves in the tree's policy order,
 // each victim's parent becoming a candidate once it is a host leaf. SWA
 // and Mamba walk their host list from the least recent unlocked member: a
 // host-only leaf goes whole, any other node loses that component's host
@@ -108,12 +108,15 @@ func (t *Tree) evictHostAux(c Component, want int, dst []Action, freed func() in
 	if t.cfg.writeBack && c == SWA {
 		// Host copies of SWA data still on the device go first, least
 		// recently used first.
-		for x := t.list(tierDevice, SWA).tail; x != nilIdx && freed() < want; {
-			prev := t.lruLk(x, tierDevice, SWA).prev
-			if n := &t.nodes[x]; n.host[SWA] != nil && n.hostLock[SWA] == 0 && n.pin == nilIdx && n.wtPending == 0 {
-				dst, _ = swaComponent{}.evict(t, x, layerHost, dst)
+		for pass := 0; pass < 2 && freed() < want; pass++ {
+			for x := t.list(tierDevice, SWA).tail; x != nilIdx && freed() < want; {
+				prev := t.lruLk(x, tierDevice, SWA).prev
+				n := &t.nodes[x]
+				if n.host[SWA] != nil && n.hostLock[SWA] == 0 && n.pin == nilIdx && n.wtPending == 0 && (pass == 1 || n.dpos < 0) {
+					dst, _ = swaComponent{}.evict(t, x, layerHost, dst)
+				}
+				x = prev
 			}
-			x = prev
 		}
 	}
 	x := t.lruOldestUnlocked(tierHost, c)

@@ -48,7 +48,9 @@ func (p *hybridPools) allocKV(n int, swa bool) []int32 {
 func (p *hybridPools) freeSWA(full []int32) {
 	for _, f := range full {
 		s, ok := p.swaOf[f]
-		require.Truef(p.t, ok, "SWA free of full slot %d that maps to no SWA slot", f)
+		if !ok {
+			require.Failf(p.t, "bad SWA free", "SWA free of full slot %d that maps to no SWA slot", f)
+		}
 		p.swa.put(p.t, []int32{s})
 		delete(p.swaOf, f)
 	}
@@ -57,7 +59,9 @@ func (p *hybridPools) freeSWA(full []int32) {
 func (p *hybridPools) freeFull(full []int32, withSWA bool) {
 	for _, f := range full {
 		if _, ok := p.swaOf[f]; ok {
-			require.Truef(p.t, withSWA, "full-only free of slot %d would leak its SWA slot", f)
+			if !withSWA {
+				require.Failf(p.t, "SWA leak", "full-only free of slot %d would leak its SWA slot", f)
+			}
 			p.freeSWA([]int32{f})
 		}
 	}

@@ -344,12 +344,10 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 	i := child
 	p := t.matchLen(s.key[c*wd:], t.nodes[child].key)
 	if p < t.keyAtoms(&t.nodes[child]) {
-		prefix, act, err := t.split(child, p)
+		prefix, acts, err := t.split(child, p, s.pending)
+		s.pending = acts
 		if err != nil {
 			return err
-		}
-		if act != nil {
-			s.pending = append(s.pending, *act)
 		}
 		i = prefix
 	}
@@ -393,12 +391,10 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 // the split's action if any; it returns the new prefix node, or nilIdx if
 // the tree broke.
 func (t *Tree) insertSplit(s *insertState, i int32, at int) int32 {
-	prefix, act, err := t.split(i, at)
+	prefix, acts, err := t.split(i, at, s.pending)
+	s.pending = acts
 	if err != nil {
 		return nilIdx
-	}
-	if act != nil {
-		s.pending = append(s.pending, *act)
 	}
 	return prefix
 }

@@ -233,12 +233,10 @@ func (t *Tree) InsertHost(anchor NodeID, ns Namespace, tokens []uint32, hostSlot
 		t.touch(child)
 		p := t.matchLen(q[off*wd:L*wd], t.nodes[child].key)
 		if p < t.keyAtoms(&t.nodes[child]) {
-			prefix, act, err := t.split(child, p)
+			prefix, more, err := t.split(child, p, acts)
+			acts = more
 			if err != nil {
 				return InsertHostResult{}, acts, err
-			}
-			if act != nil {
-				acts = append(acts, *act)
 			}
 			child = prefix
 		}

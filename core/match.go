@@ -148,13 +148,11 @@ func (t *Tree) matchWalk(w *matchWalk, dst []int32, ns uint32, q []uint32, L int
 		p := t.matchLen(q[off*wd:L*wd], c.key)
 		w.fullHit += p
 		if p < t.keyAtoms(c) {
-			prefix, act, err := t.split(child, p)
+			prefix, more, err := t.split(child, p, acts)
 			if err != nil {
 				return dst, nil, err
 			}
-			if act != nil {
-				acts = append(acts, *act)
-			}
+			acts = more
 			if v := t.nodes[prefix].dev[Full]; v != nil {
 				dst = append(dst, v...)
 			}
@@ -196,10 +194,10 @@ func (t *Tree) retickPath(best int32) {
 //
 // The prefix inherits the child's namespace, priority, hit count and
 // creation tick; both keep the child's locks. The child gets a newer tick.
-func (t *Tree) split(child int32, at int) (int32, *Action, error) {
+func (t *Tree) split(child int32, at int, acts []Action) (int32, []Action, error) {
 	c := &t.nodes[child]
 	if at <= 0 || at >= t.keyAtoms(c) || at%t.cfg.page != 0 {
-		return nilIdx, nil, t.fail("split of %v at %d (key length %d)", t.handle(child), at, t.keyAtoms(c))
+		return nilIdx, acts, t.fail("split of %v at %d (key length %d)", t.handle(child), at, t.keyAtoms(c))
 	}
 	wd := t.cfg.width
 	key := c.key
@@ -233,12 +231,15 @@ func (t *Tree) split(child int32, at int) (int32, *Action, error) {
 	t.refreshLeaf(prefix)
 	t.refreshLeaf(child)
 	t.addCoexist(prefix)
-	if c.wtPending != 0 {
-		// The host's publish list names the child; it now stands for both.
-		return prefix, &Action{Kind: ActionReplaceWriteThroughOnSplit, Ack: c.wtPending,
-			Nodes: []NodeID{t.handle(child), t.handle(prefix), t.handle(child)}}, nil
+	// The host's publish lists (write-through, external offload) name the
+	// child; it now stands for both halves.
+	for _, ack := range [2]int64{c.wtPending, c.extPending} {
+		if ack != 0 {
+			acts = append(acts, Action{Kind: ActionReplaceWriteThroughOnSplit, Ack: ack,
+				Nodes: []NodeID{t.handle(child), t.handle(prefix), t.handle(child)}})
+		}
 	}
-	return prefix, nil, nil
+	return prefix, acts, nil
 }
 
 // errRange formats an out-of-range argument error.

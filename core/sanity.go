@@ -179,7 +179,7 @@ func (t *Tree) SanityCheckOngoing(o Ongoing) error {
 		if inH {
 			hleaves++
 		}
-		isLeaf := n.pin == nilIdx && n.dev[Full] != nil && !n.devLocked() && devChildren == 0
+		isLeaf := n.pin == nilIdx && n.dev[Full] != nil && !n.devLocked() && !n.hostLocked() && devChildren == 0
 		inSet := n.dpos >= 0 && int(n.dpos) < len(t.dset) && t.dset[n.dpos] == i
 		if isLeaf != inSet {
 			add("%v: evictable device leaf is %v but D-leaf set membership is %v", id, isLeaf, inSet)

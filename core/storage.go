@@ -67,10 +67,13 @@ func (t *Tree) hexDigests(i int32) []string {
 func (t *Tree) BackfillHashes() int {
 	k := 0
 	for idx := range t.nodes {
-		i := int32(idx)
-		if n := &t.nodes[i]; n.live && i != rootIdx && n.hash == nil {
+		if n := &t.nodes[idx]; n.live && idx != int(rootIdx) && n.hash == nil {
 			k++
-			t.ensureDigests(i, storageChain)
+		}
+	}
+	for idx := range t.nodes {
+		if n := &t.nodes[idx]; n.live && idx != int(rootIdx) && n.hash == nil {
+			t.ensureDigests(int32(idx), storageChain)
 		}
 	}
 	return k

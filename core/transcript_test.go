@@ -42,11 +42,20 @@ var (
 	_ transcripttest.Inspector        = treeTarget{}
 	_ transcripttest.TreeIntrospector = treeTarget{}
 	// The tree's own methods already have the harness's signatures.
-	_ transcripttest.SWAUnlocker      = treeTarget{}
-	_ transcripttest.PathStateEvictor = treeTarget{}
-	_ transcripttest.LRUInspector     = treeTarget{}
-	_ transcripttest.HostBackuper     = treeTarget{}
-	_ transcripttest.Demoter          = treeTarget{}
+	_ transcripttest.SWAUnlocker        = treeTarget{}
+	_ transcripttest.PathStateEvictor   = treeTarget{}
+	_ transcripttest.LRUInspector       = treeTarget{}
+	_ transcripttest.HostBackuper       = treeTarget{}
+	_ transcripttest.Demoter            = treeTarget{}
+	_ transcripttest.WriteThroughMarker = treeTarget{}
+	_ transcripttest.LoadBacker         = treeTarget{}
+	_ transcripttest.HostLocker         = treeTarget{}
+	_ transcripttest.HostEvictor        = treeTarget{}
+	_ transcripttest.HostInserter       = treeTarget{}
+	_ transcripttest.SubtreeDropper     = treeTarget{}
+	_ transcripttest.StorageSpecer      = treeTarget{}
+	_ transcripttest.Linker             = treeTarget{}
+	_ transcripttest.OngoingChecker     = treeTarget{}
 )
 
 func (t treeTarget) EndInsert() ([]core.Action, error)    { return t.Tree.EndInsert(), nil }

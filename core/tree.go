@@ -249,15 +249,16 @@ func (t *Tree) account(i int32, c Component, delta int) {
 // refreshLeaf puts node i in or out of the D-leaf and H-leaf sets to
 // match their predicates. A D-leaf (evictable device leaf) holds Full on
 // the device, has no device lock, no load-back pin and no child on the
-// device. An H-leaf (evictable host leaf) holds Full on the host only, has
-// no lock on either tier, no pin and no children at all.
+// device, and no host lock either (a host lock's holder reads the node's
+// copies). An H-leaf (evictable host leaf) holds Full on the host only,
+// has no lock on either tier, no pin and no children at all.
 func (t *Tree) refreshLeaf(i int32) {
 	n := &t.nodes[i]
-	ok := i != rootIdx && n.live && n.pin == nilIdx && !n.devLocked()
+	ok := i != rootIdx && n.live && n.pin == nilIdx && !n.devLocked() && !n.hostLocked()
 	if want := ok && n.dev[Full] != nil && n.devChildren == 0; want != (n.dpos >= 0) {
 		t.dpos(i, want)
 	}
-	if want := ok && n.dev[Full] == nil && n.host[Full] != nil && !n.hostLocked() && len(n.children) == 0; want != (n.hpos >= 0) {
+	if want := ok && n.dev[Full] == nil && n.host[Full] != nil && len(n.children) == 0; want != (n.hpos >= 0) {
 		t.hpos(i, want)
 	}
 }

@@ -140,8 +140,13 @@ type harness struct {
 	bigram   bool
 	comps    core.ComponentSet
 	nextSlot int32
-	nextHost int32                  // host slots handed out by backup
-	names    map[string]core.NodeID // target-form ids
+	nextHost int32 // host slots handed out by backup
+	nextAux  int32 // SWA and Mamba device slots handed out by load-backs
+	ack      int64 // write-through acks issued by write-through
+	hostTier bool
+	linker   bool
+	plans    map[core.NodeID]core.LoadBackPlan // by plan-load-back, for commit-load-back
+	names    map[string]core.NodeID            // target-form ids
 	receipts map[string]core.Receipt
 	live     map[uint64]bool // serials locked and not yet released
 }
@@ -295,6 +300,9 @@ func (h *harness) do(d *transcript.Cmd) string {
 		}
 		return strings.Join(hs, "\n") + "\n"
 	}
+	if out, ok := h.doHost(d); ok {
+		return out
+	}
 	d.Fatalf("unknown command %q", d.Name)
 	return ""
 }
@@ -334,6 +342,9 @@ func (h *harness) cmdNew(d *transcript.Cmd) string {
 		HostTier: d.Bool("host-tier"),
 		KVEvents: d.Bool("kv-events"),
 
+		WriteThroughThreshold: d.IntOr("wt-threshold", 0),
+		ExternalLinker:        d.Bool("linker"),
+
 		SWAWindow:          d.IntOr("window", 0),
 		MambaChunkSize:     d.IntOr("mamba-chunk", 0),
 		MambaMaxPathStates: d.IntOr("mamba-cap", 0),
@@ -362,6 +373,7 @@ func (h *harness) cmdNew(d *transcript.Cmd) string {
 	}
 	*h = harness{
 		opts: h.opts, tgt: tgt, page: cfg.PageSize, bigram: cfg.Bigram, comps: comps, nextSlot: 100, nextHost: 1000,
+		nextAux: 500, hostTier: cfg.HostTier, linker: cfg.ExternalLinker,
 		names: map[string]core.NodeID{}, receipts: map[string]core.Receipt{}, live: map[uint64]bool{},
 	}
 	return h.render()
@@ -462,6 +474,10 @@ func (h *harness) cmdMatch(d *transcript.Cmd) string {
 	}
 	var b strings.Builder
 	b.WriteString(h.bind(d, r.LastDevice))
+	if name := d.StringOr("best", ""); name != "" {
+		h.names[name] = r.Best
+		fmt.Fprintf(&b, "%s = %v\n", name, h.show(r.Best))
+	}
 	fmt.Fprintf(&b, "device=%d indices=%s last-device=%v last-host=%v best=%v full-hit=%d host-hit=%d\n",
 		r.DeviceLen, formatInts(append([]int32{}, r.Indices...)), h.show(r.LastDevice), h.show(r.LastHost), h.show(r.Best), r.FullKVHitLen, r.HostHitLen)
 	// The auxiliary fields print for the components the tree has, and
@@ -546,36 +562,8 @@ func (h *harness) cmdBackup(d *transcript.Cmd) string {
 	if !ok {
 		d.Fatalf("%s: the target has no host-tier backup", d.Name)
 	}
-	id := h.node(d, "node")
-	spec, err := hb.BackupSpec(id)
-	if err != nil {
-		return h.errOut(err, nil)
-	}
 	var b strings.Builder
-	c := core.BackupCommit{Mamba: -1}
-	host := func(n int) []int32 {
-		v := seq(h.nextHost, n)
-		h.nextHost += int32(n)
-		return v
-	}
-	if spec.Full != nil {
-		c.Full = host(len(spec.Full))
-		fmt.Fprintf(&b, "full %s -> host %s\n", formatInts(spec.Full), formatInts(c.Full))
-	}
-	for _, e := range spec.SWA {
-		c.SWA = append(c.SWA, host(len(e.Slots)))
-		fmt.Fprintf(&b, "swa %v %s -> host %s\n", h.show(e.Node), formatInts(e.Slots), formatInts(c.SWA[len(c.SWA)-1]))
-	}
-	if spec.Mamba >= 0 {
-		c.Mamba = host(1)[0]
-		fmt.Fprintf(&b, "mamba %d -> host %d\n", spec.Mamba, c.Mamba)
-	}
-	if spec.Empty() {
-		b.WriteString("nothing to copy\n")
-	}
-	if err := hb.CommitBackup(id, c); err != nil {
-		return b.String() + h.errOut(err, nil)
-	}
+	h.backupOne(&b, hb, h.node(d, "node"), "")
 	return b.String()
 }
 
@@ -643,6 +631,10 @@ func (h *harness) cmdInspect(d *transcript.Cmd) string {
 	}
 	fmt.Fprintf(&b, "hits=%d priority=%d creation=%d access=%d d-leaf=%v\n",
 		info.Hits, info.Priority, info.Creation, info.LastAccess, info.DLeaf)
+	if h.hostTier || h.linker {
+		fmt.Fprintf(&b, "h-leaf=%v wt-pending=%d pinned-by=%v ext-stored=%v ext-pending=%d\n",
+			info.HLeaf, info.WriteThroughPending, h.show(info.PinnedBy), info.ExternalStored, info.ExternalPending)
+	}
 	return b.String()
 }
 
