@@ -52,7 +52,7 @@ const (
 
 	// OpEvictExcessPathStates runs core.Tree.EvictExcessPathStates (the
 	// host's answer to an ActionMambaEvictExcessPathStates). It sits with
-	// the eviction ops, outside the host-tier range 0x0041–0x0046.
+	// the eviction ops.
 	OpEvictExcessPathStates Op = 0x0024
 
 	OpSanityCheck  Op = 0x0030 // core.Tree.SanityCheck
@@ -63,17 +63,36 @@ const (
 	OpDFSOrder     Op = 0x0035 // core.Tree.DFSWeightOrder
 	OpLRUOrder     Op = 0x0036 // core.Tree.LRUOrder
 
-	OpTakeEvents Op = 0x0047 // core.Tree.TakeEvents: drain recorded KV events
+	OpSanityCheckOngoing Op = 0x0037 // core.Tree.SanityCheckOngoing
 
 	OpUnlockSWAEarly Op = 0x0040 // core.Tree.UnlockSWA: early release of a request's SWA lock
 
-	// Reserved for the host tier; today they answer CodeUnsupported.
-	OpHostLock       Op = 0x0041 // lock host-tier values
-	OpHostUnlock     Op = 0x0042 // release a host-tier lock
-	OpEvictHost      Op = 0x0043 // host-tier eviction
-	OpCommitBackup   Op = 0x0044 // a device→host backup completed
-	OpLoadBack       Op = 0x0045 // start a host→device load-back
-	OpFinishLoadBack Op = 0x0046 // a load-back completed
+	// The host tier (HiCache). 0x0041–0x0046 were reserved under these
+	// names before they were defined; load_back plans a load-back.
+	OpHostLock       Op = 0x0041 // core.Tree.HostLock
+	OpHostUnlock     Op = 0x0042 // core.Tree.HostUnlock
+	OpEvictHost      Op = 0x0043 // core.Tree.EvictHost
+	OpCommitBackup   Op = 0x0044 // core.Tree.CommitBackup
+	OpLoadBack       Op = 0x0045 // core.Tree.LoadBackPlan
+	OpFinishLoadBack Op = 0x0046 // core.Tree.FinishLoadBack
+
+	OpTakeEvents Op = 0x0047 // core.Tree.TakeEvents: drain recorded KV events
+
+	OpBackupSpec              Op = 0x0048 // core.Tree.BackupSpec
+	OpMarkWriteThroughPending Op = 0x0049 // core.Tree.MarkWriteThroughPending
+	OpFinishWriteThrough      Op = 0x004A // core.Tree.FinishWriteThrough
+	OpDemote                  Op = 0x004B // core.Tree.Demote
+	OpDropSubtreeNoHost       Op = 0x004C // core.Tree.DropSubtreeNoHost
+	OpCommitLoadBack          Op = 0x004D // core.Tree.CommitLoadBack
+	OpInsertHost              Op = 0x004E // core.Tree.InsertHost
+
+	// Storage keys and the external cache linker.
+	OpStorageSpec          Op = 0x0050 // core.Tree.StorageSpec
+	OpBackfillHashes       Op = 0x0051 // core.Tree.BackfillHashes
+	OpLinkerChain          Op = 0x0052 // core.Tree.LinkerChain
+	OpMarkLinkerPending    Op = 0x0053 // core.Tree.MarkLinkerPending
+	OpFinishLinkerOffload  Op = 0x0054 // core.Tree.FinishLinkerOffload
+	OpMarkLinkerStoredPath Op = 0x0055 // core.Tree.MarkLinkerStoredPath
 )
 
 var opNames = map[Op]string{
@@ -84,18 +103,20 @@ var opNames = map[Op]string{
 	OpEvictExcessPathStates: "evict_excess_path_states",
 	OpSanityCheck:           "sanity_check", OpInspect: "inspect", OpRender: "render",
 	OpDeviceLeaves: "device_leaves", OpNodes: "nodes", OpDFSOrder: "dfs_weight_order", OpLRUOrder: "lru_order",
-	OpUnlockSWAEarly: "unlock_swa_early", OpHostLock: "host_lock", OpHostUnlock: "host_unlock",
+	OpSanityCheckOngoing: "sanity_check_ongoing",
+	OpUnlockSWAEarly:     "unlock_swa_early", OpHostLock: "host_lock", OpHostUnlock: "host_unlock",
 	OpEvictHost: "evict_host", OpCommitBackup: "commit_backup", OpLoadBack: "load_back",
 	OpFinishLoadBack: "finish_load_back", OpTakeEvents: "take_events",
+	OpBackupSpec: "backup_spec", OpMarkWriteThroughPending: "mark_write_through_pending",
+	OpFinishWriteThrough: "finish_write_through", OpDemote: "demote", OpDropSubtreeNoHost: "drop_subtree_no_host",
+	OpCommitLoadBack: "commit_load_back", OpInsertHost: "insert_host",
+	OpStorageSpec: "storage_spec", OpBackfillHashes: "backfill_hashes", OpLinkerChain: "linker_chain",
+	OpMarkLinkerPending: "mark_linker_pending", OpFinishLinkerOffload: "finish_linker_offload",
+	OpMarkLinkerStoredPath: "mark_linker_stored_path",
 }
 
-// Known reports whether op is a defined or reserved operation code.
+// Known reports whether op is a defined operation code.
 func (op Op) Known() bool { _, ok := opNames[op]; return ok }
-
-// Reserved reports whether op is reserved for a later ABI revision: the
-// host-tier ops 0x0041–0x0046 (unlock_swa_early, 0x0040, and
-// take_events, 0x0047, are implemented).
-func (op Op) Reserved() bool { return op >= OpHostLock && op <= OpFinishLoadBack }
 
 // NeedsInstance reports whether the request names an existing instance.
 func (op Op) NeedsInstance() bool { return op != OpVersion && op != OpCreate }
@@ -129,7 +150,7 @@ const (
 	CodeUnknownOp        Code = 5  // the op code is not defined
 	CodeUnknownInstance  Code = 6  // no live instance has this handle
 	CodeMalformed        Code = 7  // a field is out of its domain (flags, bools, counts, trailing bytes)
-	CodeUnsupported      Code = 8  // reserved op, or core.ErrUnsupported
+	CodeUnsupported      Code = 8  // core.ErrUnsupported
 	CodeExhausted        Code = 9  // no instance handle left
 	CodeInvalidConfig    Code = 16 // core.ErrInvalidConfig
 	CodeUnknownPolicy    Code = 17 // core.ErrUnknownPolicy
@@ -184,16 +205,31 @@ type Request struct {
 	Instance uint32
 	ID       uint64
 
-	Config    core.Config       // create
-	Insert    core.InsertParams // match (Namespace, Tokens), insert, begin_insert
-	Node      core.NodeID       // lock, unlock, unlock_swa_early, inspect, evict_excess_path_states
+	Config core.Config // create
+	// Insert carries match (Namespace, Tokens), insert and begin_insert,
+	// and insert_host (Namespace, Tokens, and the host slots in Slots).
+	Insert core.InsertParams
+	// Node is the node of the single-node ops (lock, unlock, inspect,
+	// host_lock, backup_spec, demote, load_back, ...), the anchor of
+	// insert_host, and from of mark_linker_stored_path.
+	Node      core.NodeID
 	Skip      core.ComponentSet // lock
-	Receipt   core.Receipt      // unlock, unlock_swa_early
+	Receipt   core.Receipt      // unlock, unlock_swa_early, host_unlock
 	SkipSWA   bool              // unlock
-	Component core.Component    // evict, evict_start, lru_order
+	Component core.Component    // evict, evict_start, lru_order, evict_host
 	Host      bool              // lru_order
-	Want      int64             // evict, evict_start
-	Nodes     []core.NodeID     // dfs_weight_order
+	Want      int64             // evict, evict_start, evict_host
+	// Nodes is dfs_weight_order's ids and the node list of
+	// mark_write_through_pending, finish_write_through,
+	// mark_linker_pending and finish_linker_offload.
+	Nodes     []core.NodeID
+	Ack       int64               // mark_write_through_pending, finish_write_through
+	OffloadID int64               // mark_linker_pending, finish_linker_offload
+	OK        bool                // finish_linker_offload
+	Until     core.NodeID         // mark_linker_stored_path (0: the root)
+	Backup    core.BackupCommit   // commit_backup
+	LoadBack  core.LoadBackCommit // commit_load_back
+	Ongoing   core.Ongoing        // sanity_check_ongoing
 }
 
 // Stats is the body of a stats response.
@@ -234,14 +270,21 @@ type Response struct {
 	Match   core.MatchResult // match (Indices, lengths, nodes; Actions travel in Actions)
 	Done    bool             // begin_insert, resume_insert, evict_next
 	Insert  core.InsertResult
-	Receipt core.Receipt // lock
-	Freed   int64        // evict, evict_next
+	Receipt core.Receipt // lock, host_lock
+	Freed   int64        // evict, evict_next, evict_host
 	Node    core.NodeID  // evict_next
 	Info    core.NodeInfo
 	Text    string        // render
-	Nodes   []core.NodeID // device_leaves, nodes, lru_order
+	Nodes   []core.NodeID // device_leaves, nodes, lru_order, mark_write_through_pending, linker_chain
 	Order   []int32       // dfs_weight_order
 	Events  []core.Event  // take_events, in the order the tree recorded them
+
+	Spec       core.BackupSpec       // backup_spec
+	Plan       core.LoadBackPlan     // load_back
+	Dropped    bool                  // drop_subtree_no_host
+	InsertHost core.InsertHostResult // insert_host
+	Storage    core.StorageSpec      // storage_spec
+	Hashed     uint32                // backfill_hashes
 
 	// Actions are the host's work, in order; they travel on success and
 	// on error alike.

@@ -15,11 +15,12 @@ import (
 func sampleRequests() []abi.Request {
 	ns := core.Namespace{ExtraKey: "x", CacheSalt: "salt", LoRA: "l"}
 	rc := core.Receipt{Node: 0x1234_0000_0007, Serial: 9, Delta: 12, SWAUUID: -3, SWAHostUUID: 4, Skipped: 2}
+	hrc := core.Receipt{Node: 0x1234_0000_0008, Serial: 10, SWAHostUUID: -5, Skipped: 1, Host: true}
 	return []abi.Request{
 		{Op: abi.OpVersion, ID: 1},
 		{Op: abi.OpCreate, ID: 2, Config: core.Config{PageSize: 16, Components: []core.Component{core.Full, core.SWA},
 			Policy: "gdsf", Bigram: true, HostTier: true, WritePolicy: core.WriteBack, WriteThroughThreshold: -2, KVEvents: true,
-			HashConvention: core.HashVLLM, SWAWindow: -8, MambaChunkSize: 1 << 20, MambaMaxPathStates: 3}},
+			HashConvention: core.HashVLLM, SWAWindow: -8, MambaChunkSize: 1 << 20, MambaMaxPathStates: 3, ExternalLinker: true}},
 		{Op: abi.OpDestroy, Instance: 3, ID: 3},
 		{Op: abi.OpReset, Instance: 3},
 		{Op: abi.OpStats, Instance: 3},
@@ -46,6 +47,31 @@ func sampleRequests() []abi.Request {
 		{Op: abi.OpDFSOrder, Instance: 1, Nodes: []core.NodeID{1, 2, 0xabcdef}},
 		{Op: abi.OpLRUOrder, Instance: 1, Component: core.SWA, Host: true},
 		{Op: abi.OpTakeEvents, Instance: 1},
+		{Op: abi.OpSanityCheckOngoing, Instance: 1, Ongoing: core.Ongoing{WriteThrough: []core.NodeID{3, 4}, LoadBack: []core.NodeID{}}},
+		{Op: abi.OpSanityCheckOngoing, Instance: 1},
+		{Op: abi.OpHostLock, Instance: 1, Node: 0xabc_0000_0001},
+		{Op: abi.OpHostUnlock, Instance: 1, Node: 0xabc_0000_0001, Receipt: hrc},
+		{Op: abi.OpEvictHost, Instance: 1, Component: core.Mamba, Want: 17},
+		{Op: abi.OpBackupSpec, Instance: 1, Node: 41},
+		{Op: abi.OpCommitBackup, Instance: 1, Node: 41, Backup: core.BackupCommit{Full: []int32{1, -2}, SWA: [][]int32{{3}, nil, {4, 5}}, Mamba: 6}},
+		{Op: abi.OpCommitBackup, Instance: 1, Node: 42, Backup: core.BackupCommit{Full: []int32{}, Mamba: -1}},
+		{Op: abi.OpCommitBackup, Instance: 1, Node: 43, Backup: core.BackupCommit{Mamba: -1}},
+		{Op: abi.OpMarkWriteThroughPending, Instance: 1, Nodes: []core.NodeID{5, 6}, Ack: 7},
+		{Op: abi.OpFinishWriteThrough, Instance: 1, Nodes: []core.NodeID{5}, Ack: -7},
+		{Op: abi.OpDemote, Instance: 1, Node: 8},
+		{Op: abi.OpDropSubtreeNoHost, Instance: 1, Node: 9},
+		{Op: abi.OpLoadBack, Instance: 1, Node: 10},
+		{Op: abi.OpCommitLoadBack, Instance: 1, Node: 10, LoadBack: core.LoadBackCommit{Full: [][]int32{{1, 2}, {3}}, SWA: [][]int32{{4}}, Mamba: -1}},
+		{Op: abi.OpCommitLoadBack, Instance: 1, Node: 11, LoadBack: core.LoadBackCommit{Mamba: 12}},
+		{Op: abi.OpFinishLoadBack, Instance: 1, Node: 10},
+		{Op: abi.OpInsertHost, Instance: 1, Node: 12, Insert: core.InsertParams{Namespace: ns, Tokens: []uint32{1, 2}, Slots: []int32{9, -9}}},
+		{Op: abi.OpStorageSpec, Instance: 1, Node: 13},
+		{Op: abi.OpBackfillHashes, Instance: 1},
+		{Op: abi.OpLinkerChain, Instance: 1, Node: 14},
+		{Op: abi.OpMarkLinkerPending, Instance: 1, Nodes: []core.NodeID{15}, OffloadID: 16},
+		{Op: abi.OpFinishLinkerOffload, Instance: 1, Nodes: []core.NodeID{15, 17}, OffloadID: 16, OK: true},
+		{Op: abi.OpMarkLinkerStoredPath, Instance: 1, Node: 18, Until: 19},
+		{Op: abi.OpMarkLinkerStoredPath, Instance: 1, Node: 18},
 	}
 }
 
@@ -60,9 +86,6 @@ func TestRequest_RoundTrip(t *testing.T) {
 
 func TestDecodeRequest_EveryTruncation(t *testing.T) {
 	for _, q := range sampleRequests() {
-		if q.Op.Reserved() {
-			continue
-		}
 		b := abi.AppendRequest(nil, &q)
 		for n := range len(b) {
 			var got abi.Request
@@ -99,9 +122,11 @@ func sampleResponses() []abi.Response {
 		{Kind: core.ActionSWARebuild, Node: 4, Slots: []int32{5, 6}},
 		{Kind: core.ActionRecoverSWAWithLockedFull, Node: 5, Slots: []int32{7, 8}, Incoming: []int32{9, 10}},
 		{Kind: core.ActionMambaEvictExcessPathStates, Node: 6},
+		{Kind: core.ActionRebuildFullToSWAMapping, Node: 7, Slots: []int32{1, 2}, Incoming: []int32{3, 4}},
 	}
 	info := core.NodeInfo{ID: 5, Parent: 1, Children: []core.NodeID{6, 7}, Namespace: core.Namespace{LoRA: "l"},
-		Key: []uint32{1, 2}, Hits: 3, Priority: -9, LastAccess: 10, Creation: 2, DLeaf: true, SWAUUID: -11}
+		Key: []uint32{1, 2}, Hits: 3, Priority: -9, LastAccess: 10, Creation: 2, DLeaf: true, SWAUUID: -11,
+		HLeaf: true, WriteThroughPending: 12, PinnedBy: 13, ExternalStored: true, ExternalPending: -14}
 	info.Device[0] = []int32{4, 5}
 	info.Host[1] = []int32{}
 	info.Lock = [3]uint32{1, 2, 3}
@@ -129,7 +154,32 @@ func sampleResponses() []abi.Response {
 		{Op: abi.OpNodes, Nodes: []core.NodeID{3}},
 		{Op: abi.OpLRUOrder, Nodes: []core.NodeID{4, 5}},
 		{Op: abi.OpUnlockSWAEarly, Actions: acts},
-		{Op: abi.OpEvictExcessPathStates, Actions: acts[len(acts)-1:]},
+		{Op: abi.OpEvictExcessPathStates, Actions: acts[len(acts)-2 : len(acts)-1]},
+		{Op: abi.OpHostLock, Receipt: core.Receipt{Node: 1, Serial: 2, SWAHostUUID: 5, Skipped: 1, Host: true}},
+		{Op: abi.OpHostUnlock},
+		{Op: abi.OpEvictHost, Freed: 3, Actions: acts[3:4]},
+		{Op: abi.OpBackupSpec, Spec: core.BackupSpec{Node: 4, Full: []int32{1, 2}, SWA: []core.NodeSlots{{Node: 3, Slots: []int32{7}}, {Node: 4, Slots: []int32{1, 2}}}, Mamba: 9}},
+		{Op: abi.OpBackupSpec, Spec: core.BackupSpec{Node: 4, Mamba: -1}},
+		{Op: abi.OpBackupSpec, Spec: core.BackupSpec{Node: 4, Full: []int32{}, Mamba: -1}},
+		{Op: abi.OpCommitBackup},
+		{Op: abi.OpMarkWriteThroughPending, Nodes: []core.NodeID{2, 3}},
+		{Op: abi.OpFinishWriteThrough},
+		{Op: abi.OpDemote, Actions: acts},
+		{Op: abi.OpDropSubtreeNoHost, Dropped: true, Actions: acts[:1]},
+		{Op: abi.OpLoadBack, Plan: core.LoadBackPlan{Anchor: 5, Full: []core.NodeSlots{{Node: 4, Slots: []int32{1}}, {Node: 5, Slots: []int32{2, 3}}},
+			SWA: []core.NodeSlots{{Node: 5, Slots: []int32{8, 9}}}, Mamba: 4}},
+		{Op: abi.OpLoadBack, Plan: core.LoadBackPlan{Anchor: 5, Mamba: -1, Pinned: true}},
+		{Op: abi.OpCommitLoadBack, Actions: acts[len(acts)-1:]},
+		{Op: abi.OpFinishLoadBack},
+		{Op: abi.OpInsertHost, InsertHost: core.InsertHostResult{Node: 6, PrefixLen: 4, Dropped: true}, Actions: acts[2:3]},
+		{Op: abi.OpStorageSpec, Storage: core.StorageSpec{Node: 7, PrefixKeys: []string{"aa", "bb"}, Full: []string{"cc", "dd"}, SWA: []string{"dd"}, Mamba: "dd"}},
+		{Op: abi.OpStorageSpec, Storage: core.StorageSpec{Node: 7, Full: []string{"cc"}}},
+		{Op: abi.OpBackfillHashes, Hashed: 12},
+		{Op: abi.OpLinkerChain, Nodes: []core.NodeID{8, 9}},
+		{Op: abi.OpMarkLinkerPending},
+		{Op: abi.OpFinishLinkerOffload},
+		{Op: abi.OpMarkLinkerStoredPath},
+		{Op: abi.OpSanityCheckOngoing},
 		{Op: abi.OpDFSOrder, Order: []int32{2, 0, 1}},
 		{Op: abi.OpTakeEvents, Events: sampleEvents(), Actions: acts[:1]},
 		{Op: abi.OpTakeEvents},

@@ -88,18 +88,6 @@ func script() []step {
 		q.Insert = core.InsertParams{Namespace: ns, Tokens: toks}
 		return q
 	}
-	create := func(cfg core.Config) func(seen) abi.Request {
-		return func(seen) abi.Request { q := req(abi.OpCreate, 0); q.Config = cfg; return q }
-	}
-	plain := func(op abi.Op, inst uint32) func(seen) abi.Request {
-		return func(seen) abi.Request { return req(op, inst) }
-	}
-	nodeOp := func(op abi.Op, inst uint32, node func(s seen) core.NodeID) func(seen) abi.Request {
-		return func(s seen) abi.Request { q := req(op, inst); q.Node = node(s); return q }
-	}
-	evict := func(op abi.Op, inst uint32, c core.Component, want int64) func(seen) abi.Request {
-		return func(seen) abi.Request { q := req(op, inst); q.Component, q.Want = c, want; return q }
-	}
 	unlock := func(inst uint32, lock string, mod func(*abi.Request)) func(seen) abi.Request {
 		return func(s seen) abi.Request {
 			q := req(abi.OpUnlock, inst)
@@ -113,7 +101,7 @@ func script() []step {
 	}
 	nsA := core.Namespace{ExtraKey: "a", CacheSalt: "tenant-1", LoRA: "lora-7"}
 	nsB := core.Namespace{CacheSalt: "tenant-2", LoRA: "lora-3"}
-	return []step{
+	steps := []step{
 		{name: "version", req: plain(abi.OpVersion, 0)},
 		{name: "create", req: create(core.Config{PageSize: 2, Components: full, Policy: "LRU"})},
 		{name: "create-bad-page", req: create(core.Config{PageSize: 0})},
@@ -121,7 +109,7 @@ func script() []step {
 		{name: "create-bad-component", req: create(core.Config{PageSize: 1, Components: []core.Component{core.Full, 7}})},
 		{name: "create-swa-no-window", req: create(core.Config{PageSize: 1, Components: []core.Component{core.Full, core.SWA}})},
 		{name: "create-mamba-cap-without-mamba", req: create(core.Config{PageSize: 1, MambaMaxPathStates: 2})},
-		{name: "create-host-tier-unsupported", req: create(core.Config{PageSize: 1, HostTier: true, WritePolicy: core.WriteBack, WriteThroughThreshold: 3})},
+		{name: "create-host-tier", req: create(core.Config{PageSize: 1, HostTier: true, WritePolicy: core.WriteBack, WriteThroughThreshold: 3})},
 		{name: "create-bigram", req: create(core.Config{PageSize: 1, Policy: "lfu", Bigram: true})},
 		{name: "match-empty", req: func(seen) abi.Request { return match(1, core.Namespace{}, seq(1, 8)) }},
 		{name: "insert-1-8", req: func(seen) abi.Request { return ins(1, core.Namespace{}, seq(1, 9), slots(100, 8), 0) }},
@@ -210,12 +198,13 @@ func script() []step {
 		}},
 		{name: "evict-excess-no-mamba", req: nodeOp(abi.OpEvictExcessPathStates, 1, func(s seen) core.NodeID { return s["create"].Root })},
 		{name: "lru-order-full", req: lruOrder(1, core.Full, false)},
-		{name: "host-lock-reserved", req: plain(abi.OpHostLock, 1)},
-		{name: "host-unlock-reserved", req: plain(abi.OpHostUnlock, 1)},
-		{name: "evict-host-reserved", req: plain(abi.OpEvictHost, 1)},
-		{name: "commit-backup-reserved", req: plain(abi.OpCommitBackup, 1)},
-		{name: "load-back-reserved", req: plain(abi.OpLoadBack, 1)},
-		{name: "finish-load-back-reserved", req: plain(abi.OpFinishLoadBack, 1)},
+		// Host-tier ops on an instance without a host tier (or linker).
+		{name: "host-lock-no-host-tier", req: nodeOp(abi.OpHostLock, 1, func(s seen) core.NodeID { return s["match-prefix"].Match.LastDevice })},
+		{name: "backup-spec-no-host-tier", req: nodeOp(abi.OpBackupSpec, 1, func(s seen) core.NodeID { return s["match-prefix"].Match.LastDevice })},
+		{name: "evict-host-no-host-tier", req: evict(abi.OpEvictHost, 1, core.Full, 1)},
+		{name: "load-back-no-host-tier", req: nodeOp(abi.OpLoadBack, 1, func(s seen) core.NodeID { return s["match-prefix"].Match.LastDevice })},
+		{name: "linker-chain-linker-off", req: nodeOp(abi.OpLinkerChain, 1, func(s seen) core.NodeID { return s["match-prefix"].Match.LastDevice })},
+		{name: "backfill-hashes", req: plain(abi.OpBackfillHashes, 1)},
 		{name: "take-events-without-kv-events", req: plain(abi.OpTakeEvents, 1)},
 		{name: "unknown-instance", req: plain(abi.OpStats, 99)},
 		{name: "destroy-twin", req: plain(abi.OpDestroy, 3)},
@@ -342,6 +331,24 @@ func script() []step {
 		{name: "hybrid-sanity", req: plain(abi.OpSanityCheck, 6)},
 		{name: "destroy-hybrid", req: plain(abi.OpDestroy, 6)},
 	}
+	steps = append(steps, hostScript()...)
+	return steps
+}
+
+func create(cfg core.Config) func(seen) abi.Request {
+	return func(seen) abi.Request { q := req(abi.OpCreate, 0); q.Config = cfg; return q }
+}
+
+func plain(op abi.Op, inst uint32) func(seen) abi.Request {
+	return func(seen) abi.Request { return req(op, inst) }
+}
+
+func nodeOp(op abi.Op, inst uint32, node func(s seen) core.NodeID) func(seen) abi.Request {
+	return func(s seen) abi.Request { q := req(op, inst); q.Node = node(s); return q }
+}
+
+func evict(op abi.Op, inst uint32, c core.Component, want int64) func(seen) abi.Request {
+	return func(seen) abi.Request { q := req(op, inst); q.Component, q.Want = c, want; return q }
 }
 
 func lruOrder(inst uint32, c core.Component, host bool) func(seen) abi.Request {
@@ -365,6 +372,7 @@ func unlockSWA(inst uint32, lock string) func(seen) abi.Request {
 // unchanged.
 var instances = map[uint32]string{
 	1: "create", 2: "create-bigram", 3: "create-twin", 4: "create-twin-2", 5: "create-kv-events", 6: "create-hybrid",
+	7: "create-host-wt", 8: "create-host-wb",
 }
 
 // seenRoot returns a different node than q.Node for the wrong-node case:

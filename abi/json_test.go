@@ -48,6 +48,7 @@ func receiptJSON(r core.Receipt) map[string]any {
 	return map[string]any{
 		"node": u64(r.Node), "serial": u64(r.Serial), "delta": s64(int64(r.Delta)),
 		"swa_uuid": s64(r.SWAUUID), "swa_host_uuid": s64(r.SWAHostUUID), "skipped": int64(r.Skipped),
+		"host": r.Host,
 	}
 }
 
@@ -66,6 +67,7 @@ func requestJSON(q *abi.Request) map[string]any {
 			"write_through_threshold": int64(c.WriteThroughThreshold), "kv_events": c.KVEvents,
 			"hash_convention": int64(c.HashConvention), "swa_window": int64(c.SWAWindow),
 			"mamba_chunk_size": int64(c.MambaChunkSize), "mamba_max_path_states": int64(c.MambaMaxPathStates),
+			"external_linker": c.ExternalLinker,
 		}
 	case abi.OpMatch:
 		m["namespace"] = nsJSON(q.Insert.Namespace)
@@ -90,14 +92,50 @@ func requestJSON(q *abi.Request) map[string]any {
 		m["node"] = u64(q.Node)
 		m["receipt"] = receiptJSON(q.Receipt)
 		m["skip_swa"] = q.SkipSWA
-	case abi.OpUnlockSWAEarly:
+	case abi.OpUnlockSWAEarly, abi.OpHostUnlock:
 		m["node"] = u64(q.Node)
 		m["receipt"] = receiptJSON(q.Receipt)
-	case abi.OpEvict, abi.OpEvictStart:
+	case abi.OpEvict, abi.OpEvictStart, abi.OpEvictHost:
 		m["component"] = int64(q.Component)
 		m["want"] = s64(q.Want)
-	case abi.OpInspect, abi.OpEvictExcessPathStates:
+	case abi.OpInspect, abi.OpEvictExcessPathStates, abi.OpHostLock, abi.OpBackupSpec, abi.OpDemote,
+		abi.OpDropSubtreeNoHost, abi.OpStorageSpec, abi.OpLinkerChain:
 		m["node"] = u64(q.Node)
+	case abi.OpLoadBack, abi.OpFinishLoadBack:
+		m["anchor"] = u64(q.Node)
+	case abi.OpCommitBackup:
+		c := q.Backup
+		m["node"] = u64(q.Node)
+		m["full"] = optI32s(c.Full)
+		m["swa"] = slotListsJSON(c.SWA)
+		m["mamba"] = int64(c.Mamba)
+	case abi.OpCommitLoadBack:
+		c := q.LoadBack
+		m["anchor"] = u64(q.Node)
+		m["full"] = slotListsJSON(c.Full)
+		m["swa"] = slotListsJSON(c.SWA)
+		m["mamba"] = int64(c.Mamba)
+	case abi.OpMarkWriteThroughPending, abi.OpFinishWriteThrough:
+		m["nodes"] = idsJSON(q.Nodes)
+		m["ack"] = s64(q.Ack)
+	case abi.OpInsertHost:
+		m["anchor"] = u64(q.Node)
+		m["namespace"] = nsJSON(q.Insert.Namespace)
+		m["tokens"] = u32s(q.Insert.Tokens)
+		m["host_slots"] = i32s(q.Insert.Slots)
+	case abi.OpMarkLinkerPending:
+		m["nodes"] = idsJSON(q.Nodes)
+		m["offload_id"] = s64(q.OffloadID)
+	case abi.OpFinishLinkerOffload:
+		m["nodes"] = idsJSON(q.Nodes)
+		m["offload_id"] = s64(q.OffloadID)
+		m["ok"] = q.OK
+	case abi.OpMarkLinkerStoredPath:
+		m["from"] = u64(q.Node)
+		m["until"] = u64(q.Until)
+	case abi.OpSanityCheckOngoing:
+		m["write_through"] = optIDs(q.Ongoing.WriteThrough)
+		m["load_back"] = optIDs(q.Ongoing.LoadBack)
 	case abi.OpLRUOrder:
 		m["component"] = int64(q.Component)
 		m["host"] = q.Host
@@ -132,6 +170,37 @@ func optI32s(v []int32) any {
 		return nil
 	}
 	return i32s(v)
+}
+
+func optIDs(v []core.NodeID) any {
+	if v == nil {
+		return nil
+	}
+	return idsJSON(v)
+}
+
+func slotListsJSON(v [][]int32) []any {
+	out := make([]any, len(v))
+	for i, s := range v {
+		out[i] = i32s(s)
+	}
+	return out
+}
+
+func nodeSlotsJSON(v []core.NodeSlots) []any {
+	out := make([]any, len(v))
+	for i, e := range v {
+		out[i] = map[string]any{"node": u64(e.Node), "slots": i32s(e.Slots)}
+	}
+	return out
+}
+
+func strsJSON(v []string) []any {
+	out := make([]any, len(v))
+	for i, s := range v {
+		out[i] = s
+	}
+	return out
 }
 
 func responseJSON(r *abi.Response) map[string]any {
@@ -197,9 +266,9 @@ func responseJSON(r *abi.Response) map[string]any {
 	case abi.OpBeginInsert, abi.OpResumeInsert:
 		m["done"] = r.Done
 		m["result"] = insertResultJSON(r.Insert)
-	case abi.OpLock:
+	case abi.OpLock, abi.OpHostLock:
 		m["receipt"] = receiptJSON(r.Receipt)
-	case abi.OpEvict:
+	case abi.OpEvict, abi.OpEvictHost:
 		m["freed"] = s64(r.Freed)
 	case abi.OpEvictNext:
 		m["node"] = u64(r.Node)
@@ -219,11 +288,31 @@ func responseJSON(r *abi.Response) map[string]any {
 			"namespace": nsJSON(in.Namespace), "key": u32s(in.Key), "components": comps,
 			"hits": s64(in.Hits), "priority": s64(in.Priority), "last_access": s64(in.LastAccess),
 			"creation": s64(in.Creation), "dleaf": in.DLeaf, "swa_uuid": s64(in.SWAUUID),
+			"hleaf": in.HLeaf, "write_through_pending": s64(in.WriteThroughPending), "pinned_by": u64(in.PinnedBy),
+			"external_stored": in.ExternalStored, "external_pending": s64(in.ExternalPending),
 		}
 	case abi.OpRender:
 		m["text"] = r.Text
-	case abi.OpDeviceLeaves, abi.OpNodes, abi.OpLRUOrder:
+	case abi.OpDeviceLeaves, abi.OpNodes, abi.OpLRUOrder, abi.OpMarkWriteThroughPending, abi.OpLinkerChain:
 		m["nodes"] = idsJSON(r.Nodes)
+	case abi.OpBackupSpec:
+		s := r.Spec
+		m["spec"] = map[string]any{"node": u64(s.Node), "full": optI32s(s.Full), "swa": nodeSlotsJSON(s.SWA), "mamba": int64(s.Mamba)}
+	case abi.OpDropSubtreeNoHost:
+		m["dropped"] = r.Dropped
+	case abi.OpLoadBack:
+		p := r.Plan
+		m["plan"] = map[string]any{"anchor": u64(p.Anchor), "full": nodeSlotsJSON(p.Full), "swa": nodeSlotsJSON(p.SWA),
+			"mamba": int64(p.Mamba), "pinned": p.Pinned}
+	case abi.OpInsertHost:
+		h := r.InsertHost
+		m["result"] = map[string]any{"node": u64(h.Node), "prefix_len": int64(h.PrefixLen), "dropped": h.Dropped}
+	case abi.OpStorageSpec:
+		s := r.Storage
+		m["storage"] = map[string]any{"node": u64(s.Node), "prefix_keys": strsJSON(s.PrefixKeys), "full": strsJSON(s.Full),
+			"swa": strsJSON(s.SWA), "mamba": s.Mamba}
+	case abi.OpBackfillHashes:
+		m["hashed"] = int64(r.Hashed)
 	case abi.OpDFSOrder:
 		m["order"] = i32s(r.Order)
 	case abi.OpTakeEvents:

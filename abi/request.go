@@ -30,6 +30,7 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putI32(b, int32(c.SWAWindow))
 		b = putI32(b, int32(c.MambaChunkSize))
 		b = putI32(b, int32(c.MambaMaxPathStates))
+		b = putBool(b, c.ExternalLinker)
 	case OpMatch:
 		b = putNamespace(b, q.Insert.Namespace)
 		b = putU32s(b, q.Insert.Tokens)
@@ -53,19 +54,53 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putID(b, q.Node, 0)
 		b = putReceipt(b, q.Receipt, 0)
 		b = putBool(b, q.SkipSWA)
-	case OpUnlockSWAEarly:
+	case OpUnlockSWAEarly, OpHostUnlock:
 		b = putID(b, q.Node, 0)
 		b = putReceipt(b, q.Receipt, 0)
-	case OpEvict, OpEvictStart:
+	case OpEvict, OpEvictStart, OpEvictHost:
 		b = putU8(b, uint8(q.Component))
 		b = putI64(b, q.Want)
 	case OpLRUOrder:
 		b = putU8(b, uint8(q.Component))
 		b = putBool(b, q.Host)
-	case OpInspect, OpEvictExcessPathStates:
+	case OpInspect, OpEvictExcessPathStates, OpHostLock, OpBackupSpec, OpDemote, OpDropSubtreeNoHost,
+		OpLoadBack, OpFinishLoadBack, OpStorageSpec, OpLinkerChain:
 		b = putID(b, q.Node, 0)
 	case OpDFSOrder:
 		b = putIDs(b, q.Nodes, 0)
+	case OpCommitBackup:
+		c := &q.Backup
+		b = putID(b, q.Node, 0)
+		b = putOptI32s(b, c.Full)
+		b = putSlotLists(b, c.SWA)
+		b = putI32(b, c.Mamba)
+	case OpMarkWriteThroughPending, OpFinishWriteThrough:
+		b = putIDs(b, q.Nodes, 0)
+		b = putI64(b, q.Ack)
+	case OpCommitLoadBack:
+		c := &q.LoadBack
+		b = putID(b, q.Node, 0)
+		b = putSlotLists(b, c.Full)
+		b = putSlotLists(b, c.SWA)
+		b = putI32(b, c.Mamba)
+	case OpInsertHost:
+		b = putID(b, q.Node, 0)
+		b = putNamespace(b, q.Insert.Namespace)
+		b = putU32s(b, q.Insert.Tokens)
+		b = putI32s(b, q.Insert.Slots)
+	case OpMarkLinkerPending:
+		b = putIDs(b, q.Nodes, 0)
+		b = putI64(b, q.OffloadID)
+	case OpFinishLinkerOffload:
+		b = putIDs(b, q.Nodes, 0)
+		b = putI64(b, q.OffloadID)
+		b = putBool(b, q.OK)
+	case OpMarkLinkerStoredPath:
+		b = putID(b, q.Node, 0)
+		b = putID(b, q.Until, 0)
+	case OpSanityCheckOngoing:
+		b = putOptIDs(b, q.Ongoing.WriteThrough, 0)
+		b = putOptIDs(b, q.Ongoing.LoadBack, 0)
 	}
 	return b
 }
@@ -85,7 +120,7 @@ func (r *reader) namespace() core.Namespace {
 }
 
 // ReceiptSize is the wire size of a receipt.
-const ReceiptSize = 41
+const ReceiptSize = 42
 
 func putReceipt(b []byte, rc core.Receipt, tag uint32) []byte {
 	b = putID(b, rc.Node, tag)
@@ -93,7 +128,8 @@ func putReceipt(b []byte, rc core.Receipt, tag uint32) []byte {
 	b = putI64(b, int64(rc.Delta))
 	b = putI64(b, rc.SWAUUID)
 	b = putI64(b, rc.SWAHostUUID)
-	return putU8(b, uint8(rc.Skipped))
+	b = putU8(b, uint8(rc.Skipped))
+	return putBool(b, rc.Host)
 }
 
 func (r *reader) receipt() core.Receipt {
@@ -104,6 +140,7 @@ func (r *reader) receipt() core.Receipt {
 		SWAUUID:     r.i64("receipt.swa_uuid"),
 		SWAHostUUID: r.i64("receipt.swa_host_uuid"),
 		Skipped:     core.ComponentSet(r.u8("receipt.skipped")),
+		Host:        r.boolean("receipt.host"),
 	}
 }
 
@@ -112,7 +149,7 @@ func (r *reader) receipt() core.Receipt {
 // nil, so a caller that wants to keep its scratch holds it separately). On failure it
 // returns an *Error whose Code is the wire code; the header fields of q
 // (Op, Instance, ID) are set whenever the header could be read, so that a
-// response can echo them. A reserved op decodes with its body unread.
+// response can echo them.
 func DecodeRequest(q *Request, b []byte) error {
 	toks, slots, nodes, comps := q.Insert.Tokens[:0], q.Insert.Slots[:0], q.Nodes[:0], q.Config.Components[:0]
 	*q = Request{}
@@ -140,9 +177,6 @@ func DecodeRequest(q *Request, b []byte) error {
 	case q.Op.NeedsInstance() && q.Instance == 0:
 		return errorf(CodeUnknownInstance, "%s needs an instance handle; 0 is never issued", q.Op)
 	}
-	if q.Op.Reserved() {
-		return nil
-	}
 	switch q.Op {
 	case OpCreate:
 		c := &q.Config
@@ -165,6 +199,7 @@ func DecodeRequest(q *Request, b []byte) error {
 		c.SWAWindow = int(r.i32("swa_window"))
 		c.MambaChunkSize = int(r.i32("mamba_chunk_size"))
 		c.MambaMaxPathStates = int(r.i32("mamba_max_path_states"))
+		c.ExternalLinker = r.boolean("external_linker")
 	case OpMatch:
 		q.Insert.Namespace = r.namespace()
 		q.Insert.Tokens = r.u32s("tokens", toks)
@@ -188,19 +223,53 @@ func DecodeRequest(q *Request, b []byte) error {
 		q.Node = core.NodeID(r.u64("node"))
 		q.Receipt = r.receipt()
 		q.SkipSWA = r.boolean("skip_swa")
-	case OpUnlockSWAEarly:
+	case OpUnlockSWAEarly, OpHostUnlock:
 		q.Node = core.NodeID(r.u64("node"))
 		q.Receipt = r.receipt()
-	case OpEvict, OpEvictStart:
+	case OpEvict, OpEvictStart, OpEvictHost:
 		q.Component = core.Component(r.u8("component"))
 		q.Want = r.i64("want")
 	case OpLRUOrder:
 		q.Component = core.Component(r.u8("component"))
 		q.Host = r.boolean("host")
-	case OpInspect, OpEvictExcessPathStates:
+	case OpInspect, OpEvictExcessPathStates, OpHostLock, OpBackupSpec, OpDemote, OpDropSubtreeNoHost,
+		OpStorageSpec, OpLinkerChain:
 		q.Node = core.NodeID(r.u64("node"))
+	case OpLoadBack, OpFinishLoadBack:
+		q.Node = core.NodeID(r.u64("anchor"))
 	case OpDFSOrder:
 		q.Nodes = r.ids("ids", nodes)
+	case OpCommitBackup:
+		q.Node = core.NodeID(r.u64("node"))
+		q.Backup.Full = r.optI32s("full")
+		q.Backup.SWA = r.slotLists("swa")
+		q.Backup.Mamba = r.i32("mamba")
+	case OpMarkWriteThroughPending, OpFinishWriteThrough:
+		q.Nodes = r.ids("nodes", nodes)
+		q.Ack = r.i64("ack")
+	case OpCommitLoadBack:
+		q.Node = core.NodeID(r.u64("anchor"))
+		q.LoadBack.Full = r.slotLists("full")
+		q.LoadBack.SWA = r.slotLists("swa")
+		q.LoadBack.Mamba = r.i32("mamba")
+	case OpInsertHost:
+		q.Node = core.NodeID(r.u64("anchor"))
+		q.Insert.Namespace = r.namespace()
+		q.Insert.Tokens = r.u32s("tokens", toks)
+		q.Insert.Slots = r.i32s("host_slots", slots)
+	case OpMarkLinkerPending:
+		q.Nodes = r.ids("nodes", nodes)
+		q.OffloadID = r.i64("offload_id")
+	case OpFinishLinkerOffload:
+		q.Nodes = r.ids("nodes", nodes)
+		q.OffloadID = r.i64("offload_id")
+		q.OK = r.boolean("ok")
+	case OpMarkLinkerStoredPath:
+		q.Node = core.NodeID(r.u64("from"))
+		q.Until = core.NodeID(r.u64("until"))
+	case OpSanityCheckOngoing:
+		q.Ongoing.WriteThrough = r.optIDs("write_through")
+		q.Ongoing.LoadBack = r.optIDs("load_back")
 	}
 	r.end()
 	if r.err != nil {

@@ -61,9 +61,9 @@ func AppendResponse(dst []byte, r *Response) []byte {
 	case OpBeginInsert, OpResumeInsert:
 		b = putBool(b, r.Done)
 		b = putInsertResult(b, &r.Insert, t)
-	case OpLock:
+	case OpLock, OpHostLock:
 		b = putReceipt(b, r.Receipt, t)
-	case OpEvict:
+	case OpEvict, OpEvictHost:
 		b = putI64(b, r.Freed)
 	case OpEvictNext:
 		b = putID(b, r.Node, t)
@@ -73,12 +73,41 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		b = putNodeInfo(b, &r.Info, t)
 	case OpRender:
 		b = putText(b, r.Text)
-	case OpDeviceLeaves, OpNodes, OpLRUOrder:
+	case OpDeviceLeaves, OpNodes, OpLRUOrder, OpMarkWriteThroughPending, OpLinkerChain:
 		b = putIDs(b, r.Nodes, t)
 	case OpDFSOrder:
 		b = putI32s(b, r.Order)
 	case OpTakeEvents:
 		b = putEvents(b, r.Events)
+	case OpBackupSpec:
+		s := &r.Spec
+		b = putID(b, s.Node, t)
+		b = putOptI32s(b, s.Full)
+		b = putNodeSlots(b, s.SWA, t)
+		b = putI32(b, s.Mamba)
+	case OpDropSubtreeNoHost:
+		b = putBool(b, r.Dropped)
+	case OpLoadBack:
+		p := &r.Plan
+		b = putID(b, p.Anchor, t)
+		b = putNodeSlots(b, p.Full, t)
+		b = putNodeSlots(b, p.SWA, t)
+		b = putI32(b, p.Mamba)
+		b = putBool(b, p.Pinned)
+	case OpInsertHost:
+		h := &r.InsertHost
+		b = putID(b, h.Node, t)
+		b = putI32(b, int32(h.PrefixLen))
+		b = putBool(b, h.Dropped)
+	case OpStorageSpec:
+		s := &r.Storage
+		b = putID(b, s.Node, t)
+		b = putStrs(b, s.PrefixKeys)
+		b = putStrs(b, s.Full)
+		b = putStrs(b, s.SWA)
+		b = putStr(b, s.Mamba)
+	case OpBackfillHashes:
+		b = putU32(b, r.Hashed)
 	}
 	return putActions(b, r.Actions, t)
 }
@@ -134,7 +163,12 @@ func putNodeInfo(b []byte, in *core.NodeInfo, t uint32) []byte {
 	b = putI64(b, in.LastAccess)
 	b = putI64(b, in.Creation)
 	b = putBool(b, in.DLeaf)
-	return putI64(b, in.SWAUUID)
+	b = putI64(b, in.SWAUUID)
+	b = putBool(b, in.HLeaf)
+	b = putI64(b, in.WriteThroughPending)
+	b = putID(b, in.PinnedBy, t)
+	b = putBool(b, in.ExternalStored)
+	return putI64(b, in.ExternalPending)
 }
 
 // EventMinSize is the wire size of a KV event whose arrays and strings
@@ -288,9 +322,9 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 	case OpBeginInsert, OpResumeInsert:
 		r.Done = d.boolean("done")
 		r.Insert = d.insertResult()
-	case OpLock:
+	case OpLock, OpHostLock:
 		r.Receipt = d.receipt()
-	case OpEvict:
+	case OpEvict, OpEvictHost:
 		r.Freed = d.i64("freed")
 	case OpEvictNext:
 		r.Node = core.NodeID(d.u64("node"))
@@ -300,12 +334,41 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 		r.Info = d.nodeInfo()
 	case OpRender:
 		r.Text = d.str("text")
-	case OpDeviceLeaves, OpNodes, OpLRUOrder:
+	case OpDeviceLeaves, OpNodes, OpLRUOrder, OpMarkWriteThroughPending, OpLinkerChain:
 		r.Nodes = d.ids("nodes", nil)
 	case OpDFSOrder:
 		r.Order = d.i32s("order", nil)
 	case OpTakeEvents:
 		r.Events = d.events()
+	case OpBackupSpec:
+		s := &r.Spec
+		s.Node = core.NodeID(d.u64("node"))
+		s.Full = d.optI32s("full")
+		s.SWA = d.nodeSlots("swa")
+		s.Mamba = d.i32("mamba")
+	case OpDropSubtreeNoHost:
+		r.Dropped = d.boolean("dropped")
+	case OpLoadBack:
+		p := &r.Plan
+		p.Anchor = core.NodeID(d.u64("anchor"))
+		p.Full = d.nodeSlots("full")
+		p.SWA = d.nodeSlots("swa")
+		p.Mamba = d.i32("mamba")
+		p.Pinned = d.boolean("pinned")
+	case OpInsertHost:
+		h := &r.InsertHost
+		h.Node = core.NodeID(d.u64("node"))
+		h.PrefixLen = int(d.i32("prefix_len"))
+		h.Dropped = d.boolean("dropped")
+	case OpStorageSpec:
+		s := &r.Storage
+		s.Node = core.NodeID(d.u64("node"))
+		s.PrefixKeys = d.strs("prefix_keys")
+		s.Full = d.strs("full")
+		s.SWA = d.strs("swa")
+		s.Mamba = d.str("mamba")
+	case OpBackfillHashes:
+		r.Hashed = d.u32("hashed")
 	}
 	r.Actions = d.actions()
 	d.end()
@@ -373,6 +436,11 @@ func (d *reader) nodeInfo() core.NodeInfo {
 	in.Creation = d.i64("creation")
 	in.DLeaf = d.boolean("dleaf")
 	in.SWAUUID = d.i64("swa_uuid")
+	in.HLeaf = d.boolean("hleaf")
+	in.WriteThroughPending = d.i64("write_through_pending")
+	in.PinnedBy = core.NodeID(d.u64("pinned_by"))
+	in.ExternalStored = d.boolean("external_stored")
+	in.ExternalPending = d.i64("external_pending")
 	return in
 }
 

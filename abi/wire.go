@@ -276,3 +276,131 @@ func putIDs(b []byte, ids []core.NodeID, tag uint32) []byte {
 	}
 	return b
 }
+
+// putOptI32s appends a slot array that may be absent: a bool that tells
+// whether it is present, then the array (empty when absent). It keeps
+// the difference between an absent array and an empty one, which core
+// checks for a backup's Full slots.
+func putOptI32s(b []byte, v []int32) []byte {
+	b = putBool(b, v != nil)
+	return putI32s(b, v)
+}
+
+// optI32s decodes what putOptI32s encodes: nil when absent, a non-nil
+// (possibly empty) slice when present.
+func (r *reader) optI32s(field string) []int32 {
+	present := r.boolean(field + "_present")
+	v := r.i32s(field, nil)
+	if present && v == nil && r.err == nil {
+		return []int32{}
+	}
+	if !present {
+		if len(v) != 0 && r.err == nil {
+			r.fail(CodeMalformed, "%s: %d slots after present = 0", field, len(v))
+		}
+		return nil
+	}
+	return v
+}
+
+// putOptIDs is putOptI32s for a node-id list.
+func putOptIDs(b []byte, ids []core.NodeID, tag uint32) []byte {
+	b = putBool(b, ids != nil)
+	return putIDs(b, ids, tag)
+}
+
+// optIDs decodes what putOptIDs encodes.
+func (r *reader) optIDs(field string) []core.NodeID {
+	present := r.boolean(field + "_present")
+	v := r.ids(field, nil)
+	if present && v == nil && r.err == nil {
+		return []core.NodeID{}
+	}
+	if !present {
+		if len(v) != 0 && r.err == nil {
+			r.fail(CodeMalformed, "%s: %d ids after present = 0", field, len(v))
+		}
+		return nil
+	}
+	return v
+}
+
+// putSlotLists appends a list of slot arrays: a u32 count, then each
+// array.
+func putSlotLists(b []byte, v [][]int32) []byte {
+	b = putU32(b, uint32(len(v)))
+	for _, s := range v {
+		b = putI32s(b, s)
+	}
+	return b
+}
+
+// slotLists decodes what putSlotLists encodes (nil when empty; empty
+// arrays decode as nil).
+func (r *reader) slotLists(field string) [][]int32 {
+	n := r.count(field, 4)
+	if n == 0 {
+		return nil
+	}
+	out := make([][]int32, 0, n)
+	for range n {
+		out = append(out, r.i32s(field, nil))
+	}
+	if r.err != nil {
+		return nil
+	}
+	return out
+}
+
+// putNodeSlots appends a list of (node, slots) pairs: a u32 count, then
+// per entry an id and a slot array.
+func putNodeSlots(b []byte, v []core.NodeSlots, tag uint32) []byte {
+	b = putU32(b, uint32(len(v)))
+	for _, e := range v {
+		b = putID(b, e.Node, tag)
+		b = putI32s(b, e.Slots)
+	}
+	return b
+}
+
+// nodeSlots decodes what putNodeSlots encodes (nil when empty).
+func (r *reader) nodeSlots(field string) []core.NodeSlots {
+	n := r.count(field, 12)
+	if n == 0 {
+		return nil
+	}
+	out := make([]core.NodeSlots, 0, n)
+	for range n {
+		id := core.NodeID(r.u64(field + ".node"))
+		out = append(out, core.NodeSlots{Node: id, Slots: r.i32s(field+".slots", nil)})
+	}
+	if r.err != nil {
+		return nil
+	}
+	return out
+}
+
+// putStrs appends a string array: a u32 count, then each string.
+func putStrs(b []byte, v []string) []byte {
+	b = putU32(b, uint32(len(v)))
+	for _, s := range v {
+		b = putStr(b, s)
+	}
+	return b
+}
+
+// strs decodes what putStrs encodes (nil when empty).
+func (r *reader) strs(field string) []string {
+	n := r.count(field, 4)
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	for range n {
+		out = append(out, r.str(field))
+	}
+	if r.err != nil {
+		return nil
+	}
+	return out
+}

@@ -47,6 +47,9 @@ type evictWalk struct {
 	cursorGen uint32
 	// hostHeap is EvictHost's scratch heap.
 	hostHeap []heapEntry
+	// handed records the leaves an auxiliary walk handed to the host as
+	// BackupKV (by slot, with their generation).
+	handed map[int32]uint32
 }
 
 // With the host tier, an evicted leaf that is backed up is demoted (its
@@ -77,7 +80,8 @@ func (t *Tree) EvictStart(c Component, want int) error {
 		return fmt.Errorf("%w: cannot evict %d atoms", ErrInvalidArgument, want)
 	}
 	w := &t.walk
-	*w = evictWalk{active: true, comp: c, want: want, heap: w.heap[:0], lastParent: nilIdx, cursor: nilIdx, hostHeap: w.hostHeap}
+	clear(w.handed)
+	*w = evictWalk{active: true, comp: c, want: want, heap: w.heap[:0], lastParent: nilIdx, cursor: nilIdx, hostHeap: w.hostHeap, handed: w.handed}
 	if c != Full {
 		return nil
 	}
@@ -165,6 +169,11 @@ func (t *Tree) auxEvictNext(dst []Action) (EvictStep, []Action, error) {
 		!t.inLRU(x, tierDevice, c) || t.nodes[x].lock[c] != 0 {
 		x = t.lruOldestUnlocked(tierDevice, c)
 	}
+	// Leaves already handed to the host (write-back) stay in the list
+	// until it demotes them: pass them by.
+	for x != nilIdx && w.handed[x] == t.nodes[x].gen {
+		x = t.lruNewerUnlocked(x, tierDevice, c)
+	}
 	if x == nilIdx {
 		return EvictStep{Done: true}, dst, nil
 	}
@@ -190,8 +199,12 @@ func (t *Tree) auxEvictNext(dst []Action) (EvictStep, []Action, error) {
 	}
 	freed := before - t.evictable[c] - t.protected[c]
 	w.freed += freed
-	if freed == 0 {
+	if freed == 0 && own > 0 && t.nodes[x].dev[c] != nil {
 		w.freed += own // handed to the host (write-back): it frees them
+		if w.handed == nil {
+			w.handed = make(map[int32]uint32)
+		}
+		w.handed[x] = t.nodes[x].gen
 	}
 	return EvictStep{Node: id, Freed: freed, Actions: dst[mark:len(dst):len(dst)]}, dst, nil
 }

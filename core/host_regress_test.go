@@ -291,3 +291,30 @@ func TestHostRegress_BackfillCountsAncestorsHashedOnTheWay(t *testing.T) {
 	require.Equal(t, 2, tree.BackfillHashes(), "both nodes were hashed")
 	require.Equal(t, 0, tree.BackfillHashes())
 }
+
+// An SWA (or Mamba) eviction walk under write-back hands an unbacked
+// device leaf to the host as BackupKV without changing the tree; the
+// leaf stays in the recency list until the host demotes it, so the walk
+// must pass it by rather than hand it out again.
+func TestHostRegress_AuxWalkHandsLeafOnce(t *testing.T) {
+	for _, c := range []core.Component{core.SWA, core.Mamba} {
+		tr, err := core.New(core.Config{PageSize: 1, Components: []core.Component{core.Full, core.SWA, core.Mamba}, SWAWindow: 4,
+			HostTier: true, WritePolicy: core.WriteBack})
+		require.NoError(t, err)
+		_, _, err = tr.Insert(core.InsertParams{Tokens: []uint32{1, 2, 3, 4}, Slots: []int32{1, 2, 3, 4}, MambaSlot: 1})
+		require.NoError(t, err)
+		_, _, err = tr.Insert(core.InsertParams{Tokens: []uint32{1, 2, 7, 8}, Slots: []int32{5, 6, 7, 8}, MambaSlot: 2})
+		require.NoError(t, err)
+		acts, _, err := tr.Evict(c, 100, nil)
+		require.NoError(t, err)
+		seen := map[core.NodeID]bool{}
+		for _, a := range acts {
+			if a.Kind == core.ActionBackupKV {
+				require.Falsef(t, seen[a.Node], "%s walk: %v handed to the host twice:\n%s", c, a.Node, core.FormatActions(acts))
+				seen[a.Node] = true
+			}
+		}
+		require.Len(t, seen, 2, "%s walk", c)
+		require.NoError(t, tr.SanityCheck())
+	}
+}

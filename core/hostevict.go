@@ -7,12 +7,13 @@ import "fmt"
 //
 // Under write-back, host copies of data that is also on the device go
 // first, sparing evictable device leaves until a second pass: for Full
-// oldest first, for SWA in the device list's order. Then, for Full, then deletes host-only leaves in the tree's policy order,
-// each victim's parent becoming a candidate once it is a host leaf. SWA
-// and Mamba walk their host list from the least recent unlocked member: a
-// host-only leaf goes whole, any other node loses that component's host
-// value (and those ranked below it). Locked and load-back-pinned nodes
-// are never touched.
+// oldest first, for SWA and Mamba in their device list's order. Then Full
+// deletes host-only leaves in the tree's policy order, each victim's
+// parent becoming a candidate once it is a host leaf, while SWA and Mamba
+// walk their host list from the least recent unlocked member: a host-only
+// leaf goes whole, any other node loses that component's host value (and
+// those ranked below it). Locked and load-back-pinned nodes are never
+// touched.
 // Errors: ErrBroken, ErrInvalidArgument (no host tier, a component the
 // tree lacks, want < 0).
 func (t *Tree) EvictHost(c Component, want int, dst []Action) ([]Action, int, error) {
@@ -105,15 +106,15 @@ func (t *Tree) deleteHostLeaf(i int32, dst []Action) []Action {
 
 // evictHostAux is EvictHost for SWA and Mamba: their host lists.
 func (t *Tree) evictHostAux(c Component, want int, dst []Action, freed func() int) ([]Action, int, error) {
-	if t.cfg.writeBack && c == SWA {
-		// Host copies of SWA data still on the device go first, least
-		// recently used first.
+	if t.cfg.writeBack {
+		// Host copies of data still on the device go first, least
+		// recently used first, evictable device leaves in a second pass.
 		for pass := 0; pass < 2 && freed() < want; pass++ {
-			for x := t.list(tierDevice, SWA).tail; x != nilIdx && freed() < want; {
-				prev := t.lruLk(x, tierDevice, SWA).prev
+			for x := t.list(tierDevice, c).tail; x != nilIdx && freed() < want; {
+				prev := t.lruLk(x, tierDevice, c).prev
 				n := &t.nodes[x]
-				if n.host[SWA] != nil && n.hostLock[SWA] == 0 && n.pin == nilIdx && n.wtPending == 0 && (pass == 1 || n.dpos < 0) {
-					dst, _ = swaComponent{}.evict(t, x, layerHost, dst)
+				if n.host[c] != nil && n.hostLock[c] == 0 && n.pin == nilIdx && n.wtPending == 0 && (pass == 1 || n.dpos < 0) {
+					dst, _ = t.byKind[c].evict(t, x, layerHost, dst)
 				}
 				x = prev
 			}

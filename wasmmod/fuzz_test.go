@@ -38,6 +38,22 @@ func FuzzModuleCall(f *testing.F) {
 			Components: []core.Component{core.Full, core.SWA, core.Mamba}, SWAWindow: 2, MambaMaxPathStates: 1}}),
 		abi.AppendRequest(nil, &abi.Request{Op: abi.OpInsert, Instance: 2,
 			Insert: core.InsertParams{Tokens: []uint32{1, 2, 3, 4}, Slots: []int32{1, 2, 3, 4}, MambaSlot: 9}}),
+		// Instance 3 has a write-back host tier with SWA (window 2): the
+		// insert's leaf [3 4] (the first node allocated) is backed up and
+		// demoted, so the host-tier ops find host data.
+		abi.AppendRequest(nil, &abi.Request{Op: abi.OpCreate, Config: core.Config{PageSize: 1,
+			Components: []core.Component{core.Full, core.SWA}, SWAWindow: 2, HostTier: true, WritePolicy: core.WriteBack}}),
+		abi.AppendRequest(nil, &abi.Request{Op: abi.OpInsert, Instance: 3,
+			Insert: core.InsertParams{Tokens: []uint32{1, 2, 3, 4}, Slots: []int32{1, 2, 3, 4}}}),
+		abi.AppendRequest(nil, &abi.Request{Op: abi.OpCommitBackup, Instance: 3, Node: firstNode(3),
+			Backup: core.BackupCommit{Full: []int32{10, 11}, SWA: [][]int32{{20, 21}}, Mamba: -1}}),
+		abi.AppendRequest(nil, &abi.Request{Op: abi.OpDemote, Instance: 3, Node: firstNode(3)}),
+		abi.AppendRequest(nil, &abi.Request{Op: abi.OpInsert, Instance: 3,
+			Insert: core.InsertParams{Tokens: []uint32{5, 6}, Slots: []int32{5, 6}}}),
+		// Instance 4: write-through with the external linker.
+		abi.AppendRequest(nil, &abi.Request{Op: abi.OpCreate, Config: core.Config{PageSize: 1, HostTier: true, ExternalLinker: true}}),
+		abi.AppendRequest(nil, &abi.Request{Op: abi.OpInsert, Instance: 4,
+			Insert: core.InsertParams{Tokens: []uint32{1, 2, 3}, Slots: []int32{1, 2, 3}}}),
 	}
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -61,4 +77,10 @@ func FuzzModuleCall(f *testing.F) {
 			require.NotEqual(t, abi.CodeInternal, r.Code, r.Message)
 		}
 	})
+}
+
+// firstNode is the wire id of the first node inserted into instance h
+// (arena slot 1, generation 1; the Go guest's scheme, see abi/dispatch).
+func firstNode(h uint32) core.NodeID {
+	return abi.TagID(core.NodeID(1<<32|2), dispatch.Tag(h))
 }

@@ -201,9 +201,6 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 	case abi.OpCreate:
 		return d.create(q, r)
 	}
-	if q.Op.Reserved() {
-		return &abi.Error{Code: abi.CodeUnsupported, Msg: fmt.Sprintf("%s (op 0x%04x) is reserved for a later revision and not supported by this guest", q.Op, uint16(q.Op))}
-	}
 	inst, ok := d.trees[q.Instance]
 	if !ok {
 		why := "was never issued"
@@ -321,9 +318,7 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		r.Nodes = t.LRUOrder(q.Component, q.Host)
 		return nil
 	case abi.OpDFSOrder:
-		for i, id := range q.Nodes {
-			q.Nodes[i] = abi.TagID(id, tag)
-		}
+		untag(q.Nodes, tag)
 		pos, err := t.DFSWeightOrder(q.Nodes)
 		if err != nil {
 			return err
@@ -338,6 +333,13 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		d.evs = t.TakeEvents(d.evs[:0])
 		r.Events = d.evs
 		return nil
+	case abi.OpSanityCheckOngoing:
+		untag(q.Ongoing.WriteThrough, tag)
+		untag(q.Ongoing.LoadBack, tag)
+		return t.SanityCheckOngoing(q.Ongoing)
+	}
+	if ok, err := d.runHost(t, tag, q, r); ok {
+		return err
 	}
 	return &abi.Error{Code: abi.CodeUnknownOp, Msg: fmt.Sprintf("%s has no handler", q.Op)}
 }
@@ -359,6 +361,96 @@ func (d *Dispatcher) create(q *abi.Request, r *abi.Response) error {
 	r.Tag = inst.tag
 	r.Handle, r.Root, r.PageSize, r.CompSet, r.Policy = h, t.Root(), uint32(t.PageSize()), t.Components(), t.Policy()
 	return nil
+}
+
+// runHost runs the host-tier, storage and linker ops. It reports false
+// for any other op.
+func (d *Dispatcher) runHost(t *core.Tree, tag uint32, q *abi.Request, r *abi.Response) (bool, error) {
+	node := abi.TagID(q.Node, tag)
+	switch q.Op {
+	case abi.OpHostLock:
+		rc, err := t.HostLock(node)
+		r.Receipt = rc
+		return true, nodeErr(err, q.Node)
+	case abi.OpHostUnlock:
+		rc := q.Receipt
+		rc.Node = abi.TagID(rc.Node, tag)
+		return true, nodeErr(t.HostUnlock(node, rc), q.Node)
+	case abi.OpBackupSpec:
+		spec, err := t.BackupSpec(node)
+		r.Spec = spec
+		return true, nodeErr(err, q.Node)
+	case abi.OpCommitBackup:
+		return true, nodeErr(t.CommitBackup(node, q.Backup), q.Node)
+	case abi.OpMarkWriteThroughPending:
+		untag(q.Nodes, tag)
+		ids, err := t.MarkWriteThroughPending(q.Nodes, q.Ack)
+		r.Nodes = ids
+		return true, err
+	case abi.OpFinishWriteThrough:
+		untag(q.Nodes, tag)
+		return true, t.FinishWriteThrough(q.Nodes, q.Ack)
+	case abi.OpDemote:
+		acts, err := t.Demote(node)
+		r.Actions = acts
+		return true, nodeErr(err, q.Node)
+	case abi.OpDropSubtreeNoHost:
+		dropped, acts, err := t.DropSubtreeNoHost(node)
+		r.Dropped, r.Actions = dropped, acts
+		return true, nodeErr(err, q.Node)
+	case abi.OpLoadBack:
+		plan, err := t.LoadBackPlan(node)
+		r.Plan = plan
+		return true, nodeErr(err, q.Node)
+	case abi.OpCommitLoadBack:
+		acts, err := t.CommitLoadBack(node, q.LoadBack)
+		r.Actions = acts
+		return true, nodeErr(err, q.Node)
+	case abi.OpFinishLoadBack:
+		return true, nodeErr(t.FinishLoadBack(node), q.Node)
+	case abi.OpInsertHost:
+		res, acts, err := t.InsertHost(node, q.Insert.Namespace, q.Insert.Tokens, q.Insert.Slots)
+		r.InsertHost, r.Actions = res, acts
+		return true, nodeErr(err, q.Node)
+	case abi.OpEvictHost:
+		want, err := wantOf(q.Want)
+		if err != nil {
+			return true, err
+		}
+		acts, freed, err := t.EvictHost(q.Component, want, d.acts[:0])
+		if cap(acts) > cap(d.acts) {
+			d.acts = acts[:0]
+		}
+		r.Actions, r.Freed = acts, int64(freed)
+		return true, err
+	case abi.OpStorageSpec:
+		spec, err := t.StorageSpec(node)
+		r.Storage = spec
+		return true, nodeErr(err, q.Node)
+	case abi.OpBackfillHashes:
+		r.Hashed = uint32(t.BackfillHashes())
+		return true, nil
+	case abi.OpLinkerChain:
+		ids, err := t.LinkerChain(node)
+		r.Nodes = ids
+		return true, nodeErr(err, q.Node)
+	case abi.OpMarkLinkerPending:
+		untag(q.Nodes, tag)
+		return true, t.MarkLinkerPending(q.Nodes, q.OffloadID)
+	case abi.OpFinishLinkerOffload:
+		untag(q.Nodes, tag)
+		return true, t.FinishLinkerOffload(q.Nodes, q.OffloadID, q.OK)
+	case abi.OpMarkLinkerStoredPath:
+		return true, t.MarkLinkerStoredPath(node, abi.TagID(q.Until, tag))
+	}
+	return false, nil
+}
+
+// untag converts the ids of a request's list to core form, in place.
+func untag(ids []core.NodeID, tag uint32) {
+	for i, id := range ids {
+		ids[i] = abi.TagID(id, tag)
+	}
 }
 
 // wantOf converts an eviction amount to the platform int (core checks

@@ -110,7 +110,8 @@ func TestDispatcher_BadInputsLeaveInstanceUsable(t *testing.T) {
 		{"resume without insert", abi.Request{Op: abi.OpResumeInsert, Instance: h}, abi.CodeNoInsert},
 		{"evict next without walk", abi.Request{Op: abi.OpEvictNext, Instance: h}, abi.CodeNoEviction},
 		{"dfs stale", abi.Request{Op: abi.OpDFSOrder, Instance: h, Nodes: []core.NodeID{leaf, 12345}}, abi.CodeStaleNode},
-		{"reserved op", abi.Request{Op: abi.OpCommitBackup, Instance: h}, abi.CodeUnsupported},
+		{"no host tier", abi.Request{Op: abi.OpCommitBackup, Instance: h, Node: leaf}, abi.CodeInvalidArgument},
+		{"linker off", abi.Request{Op: abi.OpLinkerChain, Instance: h, Node: leaf}, abi.CodeInvalidArgument},
 		{"bad config", abi.Request{Op: abi.OpCreate, Config: core.Config{PageSize: 1 << 20}}, abi.CodeInvalidConfig},
 	}
 	for i, c := range bad {

@@ -17,12 +17,17 @@ export const OPS = Object.freeze({
   lock: 0x18, unlock: 0x19,
   evict: 0x20, evict_start: 0x21, evict_next: 0x22, evict_end: 0x23, evict_excess_path_states: 0x24,
   sanity_check: 0x30, inspect: 0x31, render: 0x32, device_leaves: 0x33, nodes: 0x34, dfs_weight_order: 0x35,
-  lru_order: 0x36,
+  lru_order: 0x36, sanity_check_ongoing: 0x37,
   unlock_swa_early: 0x40,
-  take_events: 0x47,
-  // Reserved for the host tier: they answer `unsupported` in this version.
+  // The host tier (HiCache).
   host_lock: 0x41, host_unlock: 0x42, evict_host: 0x43,
   commit_backup: 0x44, load_back: 0x45, finish_load_back: 0x46,
+  take_events: 0x47,
+  backup_spec: 0x48, mark_write_through_pending: 0x49, finish_write_through: 0x4a,
+  demote: 0x4b, drop_subtree_no_host: 0x4c, commit_load_back: 0x4d, insert_host: 0x4e,
+  // Storage keys and the external cache linker.
+  storage_spec: 0x50, backfill_hashes: 0x51, linker_chain: 0x52,
+  mark_linker_pending: 0x53, finish_linker_offload: 0x54, mark_linker_stored_path: 0x55,
 });
 
 export const COMPONENTS = Object.freeze({ full: 0, swa: 1, mamba: 2 });
@@ -43,6 +48,7 @@ export const ACTIONS = Object.freeze({
   free_device_kv: 1, free_device_kv_full_only: 2, backup_kv: 3,
   replace_write_through_on_split: 4, free_device_slots: 5, free_host_slots: 6,
   swa_rebuild: 7, recover_swa_with_locked_full: 8, mamba_evict_excess_path_states: 9,
+  rebuild_full_to_swa_mapping: 10,
 });
 
 const utf8 = new TextEncoder();
@@ -79,6 +85,11 @@ class Writer {
     this.n += 4 * a.length;
   }
   u64s(a = []) { this.u32(a.length); for (const v of a) this.u64(v); }
+  // An optional array: a bool (present), then the array (empty when absent).
+  optI32s(a) { this.bool(a != null); this.i32s(a ?? []); }
+  optU64s(a) { this.bool(a != null); this.u64s(a ?? []); }
+  // A list of slot arrays: a u32 count, then each array.
+  slotLists(a = []) { this.u32(a.length); for (const v of a) this.i32s(v); }
   bytes() { return this.buf.slice(0, this.n); }
 }
 
@@ -114,6 +125,18 @@ class Reader {
   }
   u64s(w) { const n = this.count(w, 8); const out = new Array(n); for (let i = 0; i < n; i++) out[i] = this.u64(w); return out; }
   i64s(w) { const n = this.count(w, 8); const out = new Array(n); for (let i = 0; i < n; i++) out[i] = this.i64(w); return out; }
+  strs(w) { const n = this.count(w, 4); const out = new Array(n); for (let i = 0; i < n; i++) out[i] = this.str(w); return out; }
+  optI32s(w) {
+    const present = this.bool(`${w}_present`); const v = this.i32s(w);
+    if (!present && v.length) throw new DecodeError(`${w}: ${v.length} slots after present = 0`);
+    return present ? v : null;
+  }
+  // A list of (node, slots) pairs: a u32 count, then per entry an id and an i32[].
+  nodeSlots(w) {
+    const n = this.count(w, 12); const out = [];
+    for (let i = 0; i < n; i++) out.push({ node: this.u64(w), slots: this.i32s(w) });
+    return out;
+  }
   end() { if (this.o !== this.b.length) throw new DecodeError(`${this.b.length - this.o} trailing bytes`); }
 }
 
@@ -122,10 +145,11 @@ function getNamespace(r) { return { extra_key: r.str('extra_key'), cache_salt: r
 
 function putReceipt(w, rc) {
   w.u64(rc.node); w.u64(rc.serial); w.i64(rc.delta); w.i64(rc.swa_uuid); w.i64(rc.swa_host_uuid); w.u8(rc.skipped);
+  w.bool(rc.host);
 }
 function getReceipt(r) {
   return { node: r.u64('node'), serial: r.u64('serial'), delta: r.i64('delta'),
-    swa_uuid: r.i64('swa_uuid'), swa_host_uuid: r.i64('swa_host_uuid'), skipped: r.u8('skipped') };
+    swa_uuid: r.i64('swa_uuid'), swa_host_uuid: r.i64('swa_host_uuid'), skipped: r.u8('skipped'), host: r.bool('host') };
 }
 
 /** encodeRequest encodes a request object ({op, instance, id, ...body}). */
@@ -141,6 +165,7 @@ export function encodeRequest(q) {
       w.str(c.policy); w.bool(c.bigram); w.bool(c.host_tier); w.u8(c.write_policy);
       w.i32(c.write_through_threshold); w.bool(c.kv_events); w.u8(c.hash_convention ?? 0);
       w.i32(c.swa_window ?? 0); w.i32(c.mamba_chunk_size ?? 0); w.i32(c.mamba_max_path_states ?? 0);
+      w.bool(c.external_linker);
       break;
     }
     case OPS.match: putNamespace(w, q.namespace); w.u32s(q.tokens); break;
@@ -151,11 +176,22 @@ export function encodeRequest(q) {
       break;
     case OPS.lock: w.u64(q.node); w.u8(q.skip ?? 0); break;
     case OPS.unlock: w.u64(q.node); putReceipt(w, q.receipt); w.bool(q.skip_swa); break;
-    case OPS.unlock_swa_early: w.u64(q.node); putReceipt(w, q.receipt); break;
-    case OPS.evict: case OPS.evict_start: w.u8(q.component ?? 0); w.i64(q.want); break;
-    case OPS.inspect: case OPS.evict_excess_path_states: w.u64(q.node); break;
+    case OPS.unlock_swa_early: case OPS.host_unlock: w.u64(q.node); putReceipt(w, q.receipt); break;
+    case OPS.evict: case OPS.evict_start: case OPS.evict_host: w.u8(q.component ?? 0); w.i64(q.want); break;
+    case OPS.inspect: case OPS.evict_excess_path_states: case OPS.host_lock: case OPS.backup_spec: case OPS.demote:
+    case OPS.drop_subtree_no_host: case OPS.storage_spec: case OPS.linker_chain:
+      w.u64(q.node); break;
+    case OPS.load_back: case OPS.finish_load_back: w.u64(q.anchor); break;
     case OPS.lru_order: w.u8(q.component ?? 0); w.bool(q.host); break;
     case OPS.dfs_weight_order: w.u64s(q.ids); break;
+    case OPS.commit_backup: w.u64(q.node); w.optI32s(q.full); w.slotLists(q.swa); w.i32(q.mamba ?? -1); break;
+    case OPS.commit_load_back: w.u64(q.anchor); w.slotLists(q.full); w.slotLists(q.swa); w.i32(q.mamba ?? -1); break;
+    case OPS.mark_write_through_pending: case OPS.finish_write_through: w.u64s(q.nodes); w.i64(q.ack); break;
+    case OPS.insert_host: w.u64(q.anchor); putNamespace(w, q.namespace); w.u32s(q.tokens); w.i32s(q.host_slots); break;
+    case OPS.mark_linker_pending: w.u64s(q.nodes); w.i64(q.offload_id); break;
+    case OPS.finish_linker_offload: w.u64s(q.nodes); w.i64(q.offload_id); w.bool(q.ok); break;
+    case OPS.mark_linker_stored_path: w.u64(q.from); w.u64(q.until ?? 0); break;
+    case OPS.sanity_check_ongoing: w.optU64s(q.write_through); w.optU64s(q.load_back); break;
   }
   return w.bytes();
 }
@@ -186,7 +222,9 @@ function getNodeInfo(r) {
   }
   info.hits = r.i64('hits'); info.priority = r.i64('priority');
   info.last_access = r.i64('last_access'); info.creation = r.i64('creation'); info.dleaf = r.bool('dleaf');
-  info.swa_uuid = r.i64('swa_uuid');
+  info.swa_uuid = r.i64('swa_uuid'); info.hleaf = r.bool('hleaf');
+  info.write_through_pending = r.i64('write_through_pending'); info.pinned_by = r.u64('pinned_by');
+  info.external_stored = r.bool('external_stored'); info.external_pending = r.i64('external_pending');
   return info;
 }
 
@@ -244,14 +282,26 @@ export function decodeResponse(bytes) {
       break;
     case OPS.insert: m.result = getInsertResult(r); break;
     case OPS.begin_insert: case OPS.resume_insert: m.done = r.bool('done'); m.result = getInsertResult(r); break;
-    case OPS.lock: m.receipt = getReceipt(r); break;
-    case OPS.evict: m.freed = r.i64('freed'); break;
+    case OPS.lock: case OPS.host_lock: m.receipt = getReceipt(r); break;
+    case OPS.evict: case OPS.evict_host: m.freed = r.i64('freed'); break;
     case OPS.evict_next: m.node = r.u64('node'); m.freed = r.i64('freed'); m.done = r.bool('done'); break;
     case OPS.inspect: m.info = getNodeInfo(r); break;
     case OPS.render: m.text = r.str('text'); break;
-    case OPS.device_leaves: case OPS.nodes: case OPS.lru_order: m.nodes = r.u64s('nodes'); break;
+    case OPS.device_leaves: case OPS.nodes: case OPS.lru_order: case OPS.mark_write_through_pending: case OPS.linker_chain:
+      m.nodes = r.u64s('nodes'); break;
     case OPS.dfs_weight_order: m.order = r.i32s('order'); break;
     case OPS.take_events: m.events = getEvents(r); break;
+    case OPS.backup_spec:
+      m.spec = { node: r.u64('node'), full: r.optI32s('full'), swa: r.nodeSlots('swa'), mamba: r.i32('mamba') }; break;
+    case OPS.drop_subtree_no_host: m.dropped = r.bool('dropped'); break;
+    case OPS.load_back:
+      m.plan = { anchor: r.u64('anchor'), full: r.nodeSlots('full'), swa: r.nodeSlots('swa'), mamba: r.i32('mamba'), pinned: r.bool('pinned') };
+      break;
+    case OPS.insert_host: m.result = { node: r.u64('node'), prefix_len: r.i32('prefix_len'), dropped: r.bool('dropped') }; break;
+    case OPS.storage_spec:
+      m.storage = { node: r.u64('node'), prefix_keys: r.strs('prefix_keys'), full: r.strs('full'), swa: r.strs('swa'), mamba: r.str('mamba') };
+      break;
+    case OPS.backfill_hashes: m.hashed = r.u32('hashed'); break;
   }
   m.actions = getActions(r);
   r.end();

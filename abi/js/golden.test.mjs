@@ -20,7 +20,7 @@ async function newGuest() {
   return new Guest(instance);
 }
 
-test('vectors exist and cover every non-reserved op', () => {
+test('vectors exist and cover every op', () => {
   const seen = new Set(vectors.filter((v) => v.args).map((v) => v.args.op));
   for (const name of Object.keys(OPS)) assert.ok(seen.has(name), `no vector for ${name}`);
 });
@@ -121,5 +121,59 @@ test('a hybrid (full, swa, mamba) session through the JS client', async () => {
   assert.equal(ev.freed, '1');
   assert.deepStrictEqual(ev.actions.filter((a) => a.component === COMPONENTS.mamba).map((a) => a.slots), [[40]]);
   assert.equal(call({ op: 'sanity_check', instance: h, id: 11 }).status, 0);
+  g.close();
+});
+
+test('a host-tier (write-back) session through the JS client', async () => {
+  const g = await newGuest();
+  const call = (q) => decodeResponse(g.call(encodeRequest(q)));
+  const c = call({ op: 'create', id: 1, config: { page_size: 2, components: [COMPONENTS.full, COMPONENTS.swa], policy: '', bigram: false, host_tier: true, write_policy: 1, write_through_threshold: 0, kv_events: false, swa_window: 4 } });
+  assert.equal(c.status, 0, c.message);
+  const h = c.handle;
+  const ins = call({ op: 'insert', instance: h, id: 2, tokens: [1, 2, 3, 4], slots: [0, 1, 2, 3] });
+  assert.equal(ins.status, 0, ins.message);
+  const leaf = ins.result.last_device;
+  // A write-back eviction step hands out BackupKV and changes nothing.
+  assert.equal(call({ op: 'evict_start', instance: h, id: 3, component: COMPONENTS.full, want: 4n }).status, 0);
+  const st = call({ op: 'evict_next', instance: h, id: 4 });
+  assert.deepStrictEqual(st.actions.map((a) => a.kind), [ACTIONS.backup_kv]);
+  const spec = call({ op: 'backup_spec', instance: h, id: 5, node: leaf }).spec;
+  assert.deepStrictEqual(spec.full, [0, 1, 2, 3]);
+  assert.equal(spec.swa.length, 1);
+  const commit = call({ op: 'commit_backup', instance: h, id: 6, node: leaf, full: [100, 101, 102, 103], swa: [[200, 201, 202, 203]], mamba: -1 });
+  assert.equal(commit.status, 0, commit.message);
+  const dem = call({ op: 'demote', instance: h, id: 7, node: leaf });
+  assert.deepStrictEqual(dem.actions.map((a) => a.kind), [ACTIONS.free_device_slots, ACTIONS.free_device_slots]);
+  assert.equal(call({ op: 'evict_end', instance: h, id: 8 }).status, 0);
+  // The match sees the host copy; a load-back brings it back.
+  const m = call({ op: 'match', instance: h, id: 9, tokens: [1, 2, 3, 4] });
+  assert.equal(m.host_hit_len, 4);
+  assert.equal(m.last_host, leaf);
+  const hl = call({ op: 'host_lock', instance: h, id: 10, node: leaf });
+  assert.equal(hl.receipt.host, true);
+  const lk = call({ op: 'lock', instance: h, id: 11, node: leaf });
+  const plan = call({ op: 'load_back', instance: h, id: 12, anchor: leaf }).plan;
+  assert.equal(plan.pinned, false);
+  assert.deepStrictEqual(plan.full, [{ node: leaf, slots: [100, 101, 102, 103] }]);
+  const lb = call({ op: 'commit_load_back', instance: h, id: 13, anchor: leaf, full: [[10, 11, 12, 13]], swa: [[20, 21, 22, 23]], mamba: -1 });
+  assert.equal(lb.status, 0, lb.message);
+  assert.deepStrictEqual(lb.actions.map((a) => a.kind), [ACTIONS.rebuild_full_to_swa_mapping]);
+  assert.deepStrictEqual(lb.actions[0].incoming, [20, 21, 22, 23]);
+  assert.equal(call({ op: 'sanity_check_ongoing', instance: h, id: 14, write_through: [], load_back: [leaf] }).status, 0);
+  assert.equal(call({ op: 'sanity_check_ongoing', instance: h, id: 15, write_through: [], load_back: [] }).code, CODES.sanity);
+  assert.equal(call({ op: 'finish_load_back', instance: h, id: 16, anchor: leaf }).status, 0);
+  assert.equal(call({ op: 'host_unlock', instance: h, id: 17, node: leaf, receipt: lk.receipt }).code, CODES.receipt);
+  assert.equal(call({ op: 'unlock', instance: h, id: 18, node: leaf, receipt: lk.receipt }).status, 0);
+  assert.equal(call({ op: 'host_unlock', instance: h, id: 19, node: leaf, receipt: hl.receipt }).status, 0);
+  const info = call({ op: 'inspect', instance: h, id: 20, node: leaf }).info;
+  assert.deepStrictEqual(info.components[0].device, [10, 11, 12, 13]);
+  assert.equal(info.pinned_by, '0');
+  const keys = call({ op: 'storage_spec', instance: h, id: 21, node: leaf }).storage;
+  assert.equal(keys.full.length, 2);
+  assert.match(keys.full[0], /^[0-9a-f]{64}$/);
+  const ev = call({ op: 'evict_host', instance: h, id: 22, component: COMPONENTS.full, want: 4n });
+  assert.equal(ev.freed, '4');
+  assert.deepStrictEqual(ev.actions.map((a) => a.kind), [ACTIONS.free_host_slots]);
+  assert.equal(call({ op: 'sanity_check', instance: h, id: 23 }).status, 0);
   g.close();
 });

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/internal/transcripttest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -38,6 +39,7 @@ type diffEngine struct {
 	e        Engine
 	nodes    []core.NodeID
 	receipts []core.Receipt
+	host     *hostSim // with the host tier
 }
 
 // norm renders what an engine returned with node ids in core form, so
@@ -75,6 +77,18 @@ func (d *diffEngine) norm(v any) string {
 	case core.Receipt:
 		x.Node = id(x.Node)
 		return fmt.Sprintf("%+v", x)
+	case core.BackupSpec:
+		x.Node, x.SWA = id(x.Node), nodeSlots(x.SWA, id)
+		return fmt.Sprintf("%+v", x)
+	case core.LoadBackPlan:
+		x.Anchor, x.Full, x.SWA = id(x.Anchor), nodeSlots(x.Full, id), nodeSlots(x.SWA, id)
+		return fmt.Sprintf("%+v", x)
+	case core.InsertHostResult:
+		x.Node = id(x.Node)
+		return fmt.Sprintf("%+v", x)
+	case core.StorageSpec:
+		x.Node = id(x.Node)
+		return fmt.Sprintf("%+v", x)
 	case []core.Action:
 		return fmt.Sprintf("%+v", acts(x))
 	case []core.NodeID:
@@ -85,6 +99,15 @@ func (d *diffEngine) norm(v any) string {
 		return fmt.Sprintf("%v", ids)
 	}
 	return fmt.Sprintf("%+v", v)
+}
+
+// nodeSlots copies v with its node ids mapped by id.
+func nodeSlots(v []core.NodeSlots, id func(core.NodeID) core.NodeID) []core.NodeSlots {
+	out := make([]core.NodeSlots, len(v))
+	for i, e := range v {
+		out[i] = core.NodeSlots{Node: id(e.Node), Slots: append([]int32(nil), e.Slots...)}
+	}
+	return out
 }
 
 // stepOut is what one step gave on one engine.
@@ -169,6 +192,46 @@ func TestEngines_DifferentialKVEvents(t *testing.T) {
 	}
 }
 
+// TestEngines_DifferentialHostTier runs the differential stream on trees
+// with a host tier, under write-through and write-back, Full-only and
+// with SWA and Mamba, and with the external linker. A simulated host
+// backs up every BackupKV chain it is handed (spec, commit with fresh
+// host slots, then under write-through a lock, the pending mark and the
+// ack, now or at a later step), demotes or (host full) drops write-back
+// eviction victims, evicts its host tier to make room, loads host hits
+// back under a host lock and a device lock (finishing now or later, so
+// that other plans meet its pins), inserts prefetched host KV, follows
+// splits of its pending nodes, and sends host-tier operations on any
+// node. Every engine must agree after every step, and the tree must
+// stay sane, also with the host's operations in flight.
+func TestEngines_DifferentialHostTier(t *testing.T) {
+	steps := 1500
+	if testing.Short() || raceEnabled {
+		steps = 400
+	}
+	swa := []core.Component{core.Full, core.SWA}
+	all := []core.Component{core.Full, core.SWA, core.Mamba}
+	cfgs := []core.Config{
+		{PageSize: 2, HostTier: true, KVEvents: true},
+		{PageSize: 1, HostTier: true, WritePolicy: core.WriteBack, Policy: "lfu", KVEvents: true, HashConvention: core.HashVLLM},
+		{PageSize: 2, HostTier: true, ExternalLinker: true, WriteThroughThreshold: 2},
+		{PageSize: 2, Components: swa, SWAWindow: 6, HostTier: true},
+		{PageSize: 2, Components: swa, SWAWindow: 4, HostTier: true, WritePolicy: core.WriteBack, Bigram: true},
+		{PageSize: 1, Components: all, SWAWindow: 5, MambaMaxPathStates: 2, HostTier: true, WritePolicy: core.WriteBack},
+		{PageSize: 2, Components: []core.Component{core.Full, core.Mamba}, HostTier: true, Policy: "priority"},
+	}
+	for i, cfg := range cfgs {
+		seed := uint64(31 + i)
+		t.Run(fmt.Sprintf("seed=%d/%v/%v/page=%d/linker=%v", seed, cfg.Components, cfg.WritePolicy, cfg.PageSize, cfg.ExternalLinker), func(t *testing.T) {
+			var engs []*diffEngine
+			for _, k := range engineKinds {
+				engs = append(engs, &diffEngine{name: k.name, e: newEngine(t, k.new, cfg)})
+			}
+			runDifferential(t, seed, steps, engs)
+		})
+	}
+}
+
 // TestEngines_DifferentialHybrid runs the differential stream on hybrid
 // trees ({full,swa}, {full,mamba} with a path cap, {full,swa,mamba}):
 // inserts carry SWA-evicted and branching lengths and Mamba slots, the
@@ -222,6 +285,22 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 	}
 	hybrid := len(comps) > 1
 	hasSWA, hasMamba := set.Has(core.SWA), set.Has(core.Mamba)
+	hostTier := cfg.HostTier
+	if hostTier {
+		for _, d := range engs {
+			d.host = newHostSim(cfg)
+		}
+	}
+	// deferAck leaves this step's write-throughs pending (host tier).
+	deferAck := false
+	// work does the host's work for an insert's or a match's actions:
+	// path caps, and with the host tier backups and split publish lists.
+	work := func(d *diffEngine, acts []core.Action) string {
+		if d.host != nil {
+			return d.host.run(d, acts, false, deferAck)
+		}
+		return runPathCaps(d, acts)
+	}
 	nextMamba := int32(0)
 	early := map[int]bool{} // receipts whose SWA part was released early
 	// pickComp picks an eviction component of a hybrid tree (now and
@@ -250,7 +329,7 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 		}
 		compareStep(t, step, what, engs, outs)
 		classes[strings.Fields(what)[0]+" "+errClass(outs[0].err)]++
-		for _, k := range hybridKinds {
+		for _, k := range countedKinds {
 			actionKinds[k] += strings.Count(outs[0].out, k+" ") // Action.String starts with its kind
 		}
 	}
@@ -334,7 +413,7 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 			if err != nil {
 				return stepOut{d.norm(m), err}
 			}
-			b.WriteString(d.norm(m))
+			b.WriteString(d.norm(m) + work(d, m.Actions))
 			rc, err := d.e.Lock(m.LastDevice, 0)
 			if err != nil {
 				return stepOut{b.String(), err}
@@ -355,19 +434,272 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 				return stepOut{b.String(), err}
 			}
 			d.nodes = append(d.nodes, res.LastDevice)
-			b.WriteString(d.norm(res) + d.norm(acts) + runPathCaps(d, acts))
+			b.WriteString(d.norm(res) + d.norm(acts) + work(d, acts))
 			return stepOut{b.String(), d.e.Unlock(m.LastDevice, rc, release)}
 		})
 		return what
+	}
+	// hostOpStep is a host-tier operation on any node, as a confused host
+	// might send it: mostly refused, and when it succeeds, completed at
+	// once so that the host's view of what is in flight stays exact.
+	hostOpStep := func(step int) string {
+		k := rng.IntN(len(engs[0].nodes)+2) - 1
+		if k == len(engs[0].nodes) {
+			k = -1 - rng.IntN(20)
+		}
+		raw := core.NodeID(uint64(1+rng.IntN(3))<<32 | uint64(1+rng.IntN(30)))
+		k2 := rng.IntN(len(engs[0].nodes)+1) - 1
+		sub := rng.IntN(10)
+		kr := rng.IntN(len(engs[0].host.locks) + 1)
+		mispair := rng.IntN(4) == 0
+		what := fmt.Sprintf("host op %d node#%d raw=%v node2#%d receipt#%d mispair=%v", sub, k, raw, k2, kr, mispair)
+		each(step, what, func(d *diffEngine) stepOut {
+			node := pickNode(d, k, raw)
+			other := core.NodeID(0)
+			if k2 >= 0 {
+				other = d.nodes[k2]
+			}
+			h := d.host
+			var b strings.Builder
+			switch sub {
+			case 0:
+				rc, err := d.e.HostLock(node)
+				if err == nil {
+					h.locks = append(h.locks, rc)
+				}
+				return stepOut{d.norm(rc), err}
+			case 1:
+				if kr == len(h.locks) {
+					return stepOut{"", d.e.HostUnlock(node, core.Receipt{Node: node, Serial: 1, Host: true})}
+				}
+				rc := h.locks[kr]
+				at := rc.Node
+				if mispair {
+					at = node
+				}
+				err := d.e.HostUnlock(at, rc)
+				if err == nil {
+					h.locks = append(h.locks[:kr:kr], h.locks[kr+1:]...)
+				}
+				return stepOut{"", err}
+			case 2:
+				// A commit whose shape differs from the spec.
+				spec, err := d.e.BackupSpec(node)
+				if err != nil {
+					return stepOut{"", err}
+				}
+				c := core.BackupCommit{Full: h.hostSlots(len(spec.Full) + 1), Mamba: -1}
+				return stepOut{d.norm(spec), d.e.CommitBackup(node, c)}
+			case 3:
+				acts, err := d.e.Demote(node)
+				return stepOut{d.norm(acts) + h.run(d, acts, false, false), err}
+			case 4:
+				dropped, acts, err := d.e.DropSubtreeNoHost(node)
+				return stepOut{fmt.Sprintf("%v %s%s", dropped, d.norm(acts), h.run(d, acts, false, false)), err}
+			case 5:
+				// A plan, and a commit of nothing (refused unless the plan
+				// is empty).
+				plan, err := d.e.LoadBackPlan(node)
+				if err != nil {
+					return stepOut{"", err}
+				}
+				acts, err := d.e.CommitLoadBack(node, core.LoadBackCommit{Mamba: -1})
+				return stepOut{d.norm(plan) + d.norm(acts), err}
+			case 6:
+				spec, err := d.e.StorageSpec(node)
+				n, err2 := d.e.BackfillHashes()
+				return stepOut{fmt.Sprintf("%s hashed=%d", d.norm(spec), n), errors.Join(err, err2)}
+			case 7:
+				h.ack++
+				ack := h.ack
+				if mispair {
+					ack = 0
+				}
+				ids, err := d.e.MarkWriteThroughPending([]core.NodeID{node, other}, ack)
+				if err == nil {
+					err = d.e.FinishWriteThrough(ids, ack)
+				}
+				return stepOut{d.norm(ids), err}
+			case 8:
+				chain, err := d.e.LinkerChain(node)
+				if err != nil || mispair {
+					return stepOut{d.norm(chain), errors.Join(err, d.e.MarkLinkerStoredPath(node, other))}
+				}
+				fmt.Fprintf(&b, "%s", d.norm(chain))
+				h.offload++
+				err = d.e.MarkLinkerPending(chain, h.offload)
+				if err == nil && len(chain) > 0 {
+					h.offloads = append(h.offloads, pendingOffload{id: h.offload, nodes: append([]core.NodeID(nil), chain...)})
+				}
+				return stepOut{b.String(), err}
+			}
+			// A view of what is in flight that may be wrong: compared only.
+			o := h.ongoing()
+			if mispair {
+				o = core.Ongoing{WriteThrough: []core.NodeID{node}}
+			}
+			return stepOut{"", d.e.SanityCheckOngoing(o)}
+		})
+		return what
+	}
+	// hostStep is one step that only host-tier streams take: a request
+	// that loads its host hit back first, the acks of what is in flight,
+	// a host eviction, a host insert, or a host-tier operation on any node
+	// (mostly refused). It returns the step's description, or "" when it
+	// had nothing to do.
+	var lastNS core.Namespace // the last host request's prompt
+	var lastP []uint32
+	hostStep := func(step int) string {
+		switch sub := rng.IntN(8); sub {
+		case 0, 1, 2:
+			ns, p := g.prompt()
+			p = append(p, g.tokens(rng.IntN(2*cfg.PageSize+1))...)
+			if rng.IntN(3) == 0 && lastP != nil {
+				// The same request again: with Mamba only its own end
+				// has a state to hit.
+				ns, p = lastNS, lastP
+			}
+			lastNS, lastP = ns, p
+			fresh := make([]int32, len(p))
+			for i := range fresh {
+				fresh[i] = nextSlot
+				nextSlot++
+			}
+			mamba := nextMamba
+			nextMamba++
+			load, deferFinish, resumable := rng.IntN(5) != 0, rng.IntN(3) == 0, rng.IntN(2) == 0
+			// Evicting first (backing up and demoting under write-back)
+			// leaves host hits for the request to load back.
+			evictFirst := []int{0, 0, 3, 8, 1 << 20}[rng.IntN(5)]
+			what := fmt.Sprintf("host request %v %v load=%v defer=%v resumable=%v evict=%d", ns, p, load, deferFinish, resumable, evictFirst)
+			each(step, what, func(d *diffEngine) stepOut {
+				var b strings.Builder
+				if evictFirst > 0 {
+					acts, freed, err := d.e.Evict(core.Full, evictFirst, nil)
+					fmt.Fprintf(&b, "evict %d %s %s%s / ", freed, d.norm(acts), errClass(err), d.host.run(d, acts, true, deferAck))
+				}
+				m, err := d.e.Match(nil, ns, p)
+				if err != nil {
+					return stepOut{"", err}
+				}
+				b.WriteString(d.norm(m) + work(d, m.Actions))
+				if load && m.Best != m.LastDevice {
+					d.host.loadBack(&b, d, m.Best, deferFinish)
+					if m, err = d.e.Match(nil, ns, p); err != nil {
+						return stepOut{b.String(), err}
+					}
+					b.WriteString(" / " + d.norm(m) + work(d, m.Actions))
+				}
+				rc, err := d.e.Lock(m.LastDevice, 0)
+				if err != nil {
+					return stepOut{b.String(), err}
+				}
+				prev := m.DeviceLen
+				slots := append(append([]int32(nil), m.Indices...), fresh[min(prev, len(fresh)):]...)
+				params := core.InsertParams{Namespace: ns, Tokens: p, Slots: slots, PrevPrefixLen: prev, MambaSlot: mamba}
+				if resumable {
+					st, err := d.e.BeginInsert(params)
+					b.WriteString(" " + d.norm(st))
+					for err == nil && !st.Done {
+						b.WriteString(work(d, st.Actions))
+						st, err = d.e.ResumeInsert()
+						b.WriteString(" / " + d.norm(st))
+					}
+					if err == nil {
+						d.nodes = append(d.nodes, st.Result.LastDevice)
+						b.WriteString(work(d, st.Actions))
+					} else {
+						b.WriteString(" " + errClass(err))
+					}
+				} else {
+					res, acts, err := d.e.Insert(params)
+					b.WriteString(" " + d.norm(res) + d.norm(acts) + " " + errClass(err))
+					if err == nil {
+						d.nodes = append(d.nodes, res.LastDevice)
+						b.WriteString(work(d, acts))
+					}
+				}
+				return stepOut{b.String(), d.e.Unlock(m.LastDevice, rc, false)}
+			})
+			return what
+		case 3:
+			ok := rng.IntN(4) != 0
+			what := fmt.Sprintf("host acks ok=%v", ok)
+			each(step, what, func(d *diffEngine) stepOut {
+				var b strings.Builder
+				d.host.finish(&b, d, ok)
+				return stepOut{b.String(), nil}
+			})
+			return what
+		case 4:
+			c := comps[rng.IntN(len(comps))]
+			if rng.IntN(20) == 0 {
+				c = core.Component(rng.IntN(4))
+			}
+			want := rng.IntN(20) - 1
+			what := fmt.Sprintf("evict host %v want=%d", c, want)
+			each(step, what, func(d *diffEngine) stepOut {
+				acts, freed, err := d.e.EvictHost(c, want, make([]core.Action, 1))
+				return stepOut{fmt.Sprintf("freed=%d %s%s", freed, d.norm(acts), d.host.run(d, acts, false, false)), err}
+			})
+			return what
+		case 5:
+			// Prefetched KV: the whole prompt below the root (what the
+			// tree already holds comes back as the prefix), or now and
+			// then random tokens below any node.
+			ns, p := g.prompt()
+			k := rng.IntN(len(engs[0].nodes)+4) - 4
+			if k >= 0 {
+				p = g.tokens(rng.IntN(3 * cfg.PageSize))
+			}
+			short := rng.IntN(10) == 0
+			what := fmt.Sprintf("insert host node#%d %v %v short=%v", k, ns, p, short)
+			each(step, what, func(d *diffEngine) stepOut {
+				anchor, err := d.e.(transcripttest.Inspector).Root()
+				if err != nil {
+					return stepOut{"", err}
+				}
+				if k >= 0 {
+					anchor = d.nodes[k]
+				}
+				hs := d.host.hostSlots(len(p))
+				if short && len(hs) > 0 {
+					hs = hs[1:]
+				}
+				var b strings.Builder
+				if over := d.host.hostUsed + len(hs) - d.host.hostCap; over > 0 {
+					acts, freed, err := d.e.EvictHost(core.Full, over, nil)
+					fmt.Fprintf(&b, "room %d %s %s%s ", freed, d.norm(acts), errClass(err), d.host.run(d, acts, false, false))
+				}
+				res, acts, err := d.e.InsertHost(anchor, ns, p, hs)
+				b.WriteString(d.norm(res) + d.norm(acts) + d.host.run(d, acts, false, false))
+				if err == nil && res.Node != 0 {
+					d.nodes = append(d.nodes, res.Node)
+				}
+				if L := alignedAtoms(cfg, len(p)); err == nil && !res.Dropped && res.PrefixLen < L {
+					d.host.hostUsed += L - res.PrefixLen // the new host-only node's
+				}
+				return stepOut{b.String(), err}
+			})
+			return what
+		}
+		return hostOpStep(step)
 	}
 	for step := range steps {
 		var what string
 		// A hybrid stream draws one more number per step (a Full-only
 		// stream is the same as before hybrid trees existed).
 		own := hybrid && rng.IntN(6) == 0
+		// A host-tier stream draws two more.
+		hostOwn := hostTier && rng.IntN(4) == 0
+		deferAck = hostTier && rng.IntN(4) == 0
 		switch op := rng.IntN(100); {
 		case own:
 			if what = hybridStep(step); what == "" {
+				continue
+			}
+		case hostOwn:
+			if what = hostStep(step); what == "" {
 				continue
 			}
 		case op < 25:
@@ -378,12 +710,14 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 				if err == nil {
 					d.nodes = append(d.nodes, m.LastDevice)
 				}
-				return stepOut{d.norm(m.Actions) + func() string {
-					if err != nil {
-						return ""
-					}
-					return d.norm(m)
-				}(), err}
+				out := d.norm(m.Actions)
+				if err == nil {
+					out += d.norm(m)
+				}
+				if d.host != nil {
+					out += d.host.run(d, m.Actions, false, deferAck)
+				}
+				return stepOut{out, err}
 			})
 		case op < 45:
 			ns, p := g.prompt()
@@ -421,20 +755,20 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 			resumable := rng.IntN(3) == 0
 			what = fmt.Sprintf("insert resumable=%v %+v", resumable, params)
 			each(step, what, func(d *diffEngine) stepOut {
-				if resumable && hybrid {
+				if resumable && (hybrid || hostTier) {
 					// As a host does: run each barrier's work, then
 					// resume, until done. (The tree is not touched
 					// otherwise while the insert is suspended.)
 					st, err := d.e.BeginInsert(params)
 					out := d.norm(st)
 					for err == nil && !st.Done {
-						out += runPathCaps(d, st.Actions)
+						out += work(d, st.Actions)
 						st, err = d.e.ResumeInsert()
 						out += " / " + d.norm(st)
 					}
 					if err == nil {
 						d.nodes = append(d.nodes, st.Result.LastDevice)
-						out += runPathCaps(d, st.Actions)
+						out += work(d, st.Actions)
 					}
 					return stepOut{out, err}
 				}
@@ -451,7 +785,7 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 				}
 				out := d.norm(res) + d.norm(acts)
 				if err == nil {
-					out += runPathCaps(d, acts)
+					out += work(d, acts)
 				}
 				return stepOut{out, err}
 			})
@@ -514,7 +848,11 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 			what = fmt.Sprintf("evict %v want=%d", comp, want)
 			each(step, what, func(d *diffEngine) stepOut {
 				acts, freed, err := d.e.Evict(comp, want, make([]core.Action, 1))
-				return stepOut{fmt.Sprintf("freed=%d ", freed) + d.norm(acts), err}
+				out := fmt.Sprintf("freed=%d ", freed) + d.norm(acts)
+				if d.host != nil {
+					out += d.host.run(d, acts, true, deferAck)
+				}
+				return stepOut{out, err}
 			})
 		case op < 92:
 			want := rng.IntN(16)
@@ -532,7 +870,11 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 					return stepOut{"", d.e.EvictEnd()}
 				}
 				st, err := d.e.EvictNext()
-				return stepOut{d.norm(st), err}
+				out := d.norm(st)
+				if d.host != nil {
+					out += d.host.run(d, st.Actions, true, deferAck)
+				}
+				return stepOut{out, err}
 			})
 		case op < 97:
 			what = "sizes"
@@ -554,17 +896,29 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 				continue
 			}
 			what = "reset"
-			each(step, what, func(d *diffEngine) stepOut { return stepOut{"", d.e.Reset()} })
+			each(step, what, func(d *diffEngine) stepOut {
+				if d.host != nil {
+					d.host.reset()
+				}
+				return stepOut{"", d.e.Reset()}
+			})
 		}
 		each(step, what+" (render)", func(d *diffEngine) stepOut {
 			s, err := d.e.Render()
 			return stepOut{s, err}
 		})
-		if step%25 == 0 || (hybrid && step%5 == 0) {
+		if step%25 == 0 || ((hybrid || hostTier) && step%5 == 0) {
 			each(step, what+" (sanity)", func(d *diffEngine) stepOut { return stepOut{"", d.e.SanityCheck()} })
-			if hybrid {
+			if hybrid || hostTier {
 				require.NoError(t, outs[0].err, "step %d %s: sanity", step, what)
 			}
+		}
+		if hostTier && step%5 == 2 {
+			// The host's view of its operations in flight is exact.
+			each(step, what+" (sanity ongoing)", func(d *diffEngine) stepOut {
+				return stepOut{"", d.e.SanityCheckOngoing(d.host.ongoing())}
+			})
+			require.NoError(t, outs[0].err, "step %d %s: sanity with the operations in flight", step, what)
 		}
 		// Drain on a schedule of its own (the stream's random numbers are
 		// untouched), so that events coalesce across several steps.
@@ -578,7 +932,7 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 				if d == engs[0] {
 					for _, e := range evs[1:] {
 						eventKinds[e.Kind]++
-						if e.Kind == core.EventBlockStored {
+						if e.Kind == core.EventBlockStored && !hostTier {
 							require.NotEmpty(t, e.SessionID, "step %d: a stored event lost its session", step)
 						}
 					}
@@ -603,14 +957,30 @@ func runDifferential(t *testing.T, seed uint64, steps int, engs []*diffEngine) m
 			require.Positive(t, actionKinds[k], "the stream produced no %s action", k)
 		}
 	}
+	if hostTier {
+		t.Log("host:", engs[0].host.stats)
+		t.Log("action kinds:", actionKinds)
+		want := []string{core.ActionBackupKV.String(), core.ActionFreeHostSlots.String(), core.ActionFreeDeviceSlots.String()}
+		if steps >= 1500 { // load-backs need a backup, an eviction and a hit, in that order
+			require.Positive(t, engs[0].host.stats["plan"], "the stream loaded nothing back")
+			if hasSWA {
+				want = append(want, core.ActionRebuildFullToSWAMapping.String())
+			}
+		}
+		for _, k := range want {
+			require.Positive(t, actionKinds[k], "the stream produced no %s action", k)
+		}
+	}
 	return eventKinds
 }
 
-// hybridKinds are the action kinds a hybrid stream counts.
-var hybridKinds = []string{
+// countedKinds are the action kinds hybrid and host-tier streams count.
+var countedKinds = []string{
 	core.ActionFreeDeviceKV.String(), core.ActionFreeDeviceKVFullOnly.String(), core.ActionFreeDeviceSlots.String(),
 	core.ActionSWARebuild.String(), core.ActionRecoverSWAWithLockedFull.String(),
 	core.ActionMambaEvictExcessPathStates.String(),
+	core.ActionBackupKV.String(), core.ActionReplaceWriteThroughOnSplit.String(), core.ActionFreeHostSlots.String(),
+	core.ActionRebuildFullToSWAMapping.String(),
 }
 
 // runPathCaps does what a host does with an insert's actions: it runs
@@ -630,4 +1000,331 @@ func runPathCaps(d *diffEngine, acts []core.Action) string {
 		fmt.Fprintf(&b, " cap %v: %s %s", coreID(d.e, tail), d.norm(frees), errClass(err))
 	}
 	return b.String()
+}
+
+// hostSim is what a host keeps for the host tier during a differential
+// run, one per engine: slot counters, a host pool of limited size, the
+// write-throughs and load-backs in flight (with the locks that pin
+// them), the host locks the stream took, the linker's offloads in
+// flight. Every engine's copy sees the same outputs and so stays the
+// same; what it does is written out and compared like any result.
+type hostSim struct {
+	writeBack bool
+	nextDev   int32 // device slots for load-backs
+	nextHost  int32 // host slots for backups and host inserts
+	hostUsed  int   // Full host slots held (the pool the host limits)
+	hostCap   int
+	ack       int64
+	offload   int64
+	wt        []pendingWT
+	lb        []pendingLB
+	locks     []core.Receipt // host locks taken by the stream
+	offloads  []pendingOffload
+	stats     map[string]int // what the host did, for the log
+}
+
+// pendingWT is a write-through whose ack the host has not sent yet: the
+// marked nodes (updated on splits) and the lock on the node it copied.
+type pendingWT struct {
+	ack   int64
+	nodes []core.NodeID
+	node  core.NodeID
+	rc    core.Receipt
+}
+
+// pendingLB is a load-back not finished yet, with its anchor's locks.
+type pendingLB struct {
+	anchor  core.NodeID
+	rc, hrc core.Receipt
+}
+
+// pendingOffload is an external offload not finished yet.
+type pendingOffload struct {
+	id    int64
+	nodes []core.NodeID
+}
+
+func newHostSim(cfg core.Config) *hostSim {
+	h := &hostSim{writeBack: cfg.WritePolicy == core.WriteBack,
+		nextDev: 1 << 24, nextHost: 1 << 20, hostCap: 320, offload: 1 << 30, stats: map[string]int{}}
+	if h.writeBack {
+		// Write-back reclaims host copies of device data: a small host
+		// still fills up now and then, and evictions drop instead.
+		h.hostCap = 48
+	}
+	return h
+}
+
+func (h *hostSim) devSlots(n int) []int32 {
+	v := make([]int32, n)
+	for i := range v {
+		v[i] = h.nextDev
+		h.nextDev++
+	}
+	return v
+}
+
+func (h *hostSim) hostSlots(n int) []int32 {
+	v := make([]int32, n)
+	for i := range v {
+		v[i] = h.nextHost
+		h.nextHost++
+	}
+	return v
+}
+
+// reset forgets everything in flight (a reset released it all).
+func (h *hostSim) reset() {
+	h.wt, h.lb, h.locks, h.offloads, h.hostUsed = nil, nil, nil, nil, 0
+}
+
+// hostJob is one action the host must act on, copied out of the
+// engine's buffers (the next call may reuse them).
+type hostJob struct {
+	kind  core.ActionKind
+	node  core.NodeID
+	nodes []core.NodeID
+	ack   int64
+}
+
+// run does what a host does with acts: it frees host slots (counting
+// them), updates its publish lists on splits, runs Mamba path caps and
+// backs up BackupKV chains. After an eviction step (evicting) a
+// write-back BackupKV leaf is then demoted, or dropped when the host has
+// no room. deferAck leaves write-throughs pending for a later ack.
+func (h *hostSim) run(d *diffEngine, acts []core.Action, evicting, deferAck bool) string {
+	var jobs []hostJob
+	for _, a := range acts {
+		switch a.Kind {
+		case core.ActionFreeHostSlots:
+			if a.Component == core.Full {
+				h.hostUsed -= len(a.Slots)
+			}
+		case core.ActionBackupKV, core.ActionReplaceWriteThroughOnSplit, core.ActionMambaEvictExcessPathStates:
+			jobs = append(jobs, hostJob{a.Kind, a.Node, append([]core.NodeID(nil), a.Nodes...), a.Ack})
+		}
+	}
+	var b strings.Builder
+	done := map[core.NodeID]bool{} // an eviction may name a leaf twice
+	for _, j := range jobs {
+		switch j.kind {
+		case core.ActionReplaceWriteThroughOnSplit:
+			h.stats["split pending"]++
+			for k := range h.wt {
+				if h.wt[k].ack == j.ack {
+					h.wt[k].nodes = replaceSplit(h.wt[k].nodes, j.nodes)
+				}
+			}
+			for k := range h.offloads {
+				if h.offloads[k].id == j.ack {
+					h.offloads[k].nodes = replaceSplit(h.offloads[k].nodes, j.nodes)
+				}
+			}
+		case core.ActionMambaEvictExcessPathStates:
+			frees, err := d.e.EvictExcessPathStates(j.node)
+			fmt.Fprintf(&b, " cap %v: %s %s", coreID(d.e, j.node), d.norm(frees), errClass(err))
+		case core.ActionBackupKV:
+			for _, id := range j.nodes {
+				if evicting && done[id] {
+					continue
+				}
+				done[id] = true
+				ok := h.backup(&b, d, id, deferAck)
+				if evicting && h.writeBack {
+					if ok {
+						h.stats["demote"]++
+						acts, err := d.e.Demote(id)
+						fmt.Fprintf(&b, " demote %v: %s %s", coreID(d.e, id), d.norm(acts), errClass(err))
+						b.WriteString(h.run(d, acts, false, false))
+					} else {
+						h.stats["drop"]++
+						dropped, acts, err := d.e.DropSubtreeNoHost(id)
+						h.stats[fmt.Sprintf("drop dropped=%v %s", dropped, errClass(err))]++
+						fmt.Fprintf(&b, " drop %v: %v %s %s", coreID(d.e, id), dropped, d.norm(acts), errClass(err))
+						b.WriteString(h.run(d, acts, false, false))
+					}
+				}
+				if !ok && !h.writeBack {
+					break // write-through backs ancestors up first
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+// alignedAtoms is the page-aligned atom count of n tokens.
+func alignedAtoms(cfg core.Config, n int) int {
+	if cfg.Bigram {
+		n = max(n-1, 0)
+	}
+	return n / cfg.PageSize * cfg.PageSize
+}
+
+// replaceSplit replaces split[0] in nodes by split[1], split[2].
+func replaceSplit(nodes, split []core.NodeID) []core.NodeID {
+	var out []core.NodeID
+	for _, id := range nodes {
+		if id == split[0] {
+			out = append(out, split[1], split[2])
+		} else {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// backup backs node id up (spec, room on the host, commit) and, under
+// write-through, publishes it under a lock and an ack (now, or later when
+// deferAck). It reports whether the node's Full data is on the host.
+func (h *hostSim) backup(b *strings.Builder, d *diffEngine, id core.NodeID, deferAck bool) bool {
+	spec, err := d.e.BackupSpec(id)
+	fmt.Fprintf(b, " backup %v:", coreID(d.e, id))
+	if err != nil {
+		h.stats["backup refused"]++
+		b.WriteString(" " + errClass(err))
+		return false
+	}
+	if over := h.hostUsed + len(spec.Full) - h.hostCap; over > 0 {
+		acts, freed, err := d.e.EvictHost(core.Full, over, nil)
+		fmt.Fprintf(b, " make room %d: %d %s %s", over, freed, d.norm(acts), errClass(err))
+		b.WriteString(h.run(d, acts, false, false))
+		if h.hostUsed+len(spec.Full) > h.hostCap {
+			h.stats["host full"]++
+			b.WriteString(" host full")
+			return false
+		}
+		// Host evictions may have changed the SWA runs: ask again.
+		if spec, err = d.e.BackupSpec(id); err != nil {
+			b.WriteString(" " + errClass(err))
+			return false
+		}
+	}
+	b.WriteString(" " + d.norm(spec))
+	c := core.BackupCommit{Mamba: -1}
+	if spec.Full != nil {
+		c.Full = h.hostSlots(len(spec.Full))
+	}
+	for _, e := range spec.SWA {
+		c.SWA = append(c.SWA, h.hostSlots(len(e.Slots)))
+	}
+	if spec.Mamba >= 0 {
+		c.Mamba = h.hostSlots(1)[0]
+	}
+	if err := d.e.CommitBackup(id, c); err != nil {
+		b.WriteString(" commit " + errClass(err))
+		return false
+	}
+	h.hostUsed += len(c.Full)
+	h.stats["backup"]++
+	if h.writeBack || c.Full == nil {
+		return true
+	}
+	rc, err := d.e.Lock(id, 0)
+	if err != nil {
+		b.WriteString(" lock " + errClass(err))
+		return true
+	}
+	h.ack++
+	ids, err := d.e.MarkWriteThroughPending([]core.NodeID{id}, h.ack)
+	fmt.Fprintf(b, " pending %d %s %s", h.ack, d.norm(ids), errClass(err))
+	if err == nil && deferAck {
+		h.stats["write-through deferred"]++
+		h.wt = append(h.wt, pendingWT{ack: h.ack, nodes: append([]core.NodeID(nil), ids...), node: id, rc: rc})
+		return true
+	}
+	if err == nil {
+		fmt.Fprintf(b, " ack %s", errClass(d.e.FinishWriteThrough(ids, h.ack)))
+	}
+	fmt.Fprintf(b, " unlock %s", errClass(d.e.Unlock(id, rc, false)))
+	return true
+}
+
+// loadBack brings anchor's host-only prefix back under a host lock and a
+// device lock, finishing now or (deferFinish) at a later ack step.
+func (h *hostSim) loadBack(b *strings.Builder, d *diffEngine, anchor core.NodeID, deferFinish bool) {
+	fmt.Fprintf(b, " load-back %v:", coreID(d.e, anchor))
+	hrc, err := d.e.HostLock(anchor)
+	if err != nil {
+		b.WriteString(" host-lock " + errClass(err))
+		return
+	}
+	b.WriteString(" " + d.norm(hrc))
+	rc, err := d.e.Lock(anchor, 0)
+	if err != nil {
+		fmt.Fprintf(b, " lock %s host-unlock %s", errClass(err), errClass(d.e.HostUnlock(anchor, hrc)))
+		return
+	}
+	plan, err := d.e.LoadBackPlan(anchor)
+	if err == nil {
+		b.WriteString(" " + d.norm(plan))
+		switch {
+		case plan.Pinned:
+			h.stats["plan pinned"]++
+		case plan.Empty():
+			h.stats["plan empty"]++
+		default:
+			h.stats["plan"]++
+			if len(plan.SWA) > 0 {
+				h.stats["plan with swa"]++
+			}
+			if plan.Mamba >= 0 {
+				h.stats["plan with mamba"]++
+			}
+		}
+	}
+	if err == nil && !plan.Pinned && !plan.Empty() {
+		c := core.LoadBackCommit{Mamba: -1}
+		for _, e := range plan.Full {
+			c.Full = append(c.Full, h.devSlots(len(e.Slots)))
+		}
+		for _, e := range plan.SWA {
+			c.SWA = append(c.SWA, h.devSlots(len(e.Slots)))
+		}
+		if plan.Mamba >= 0 {
+			c.Mamba = h.devSlots(1)[0]
+		}
+		acts, err := d.e.CommitLoadBack(anchor, c)
+		fmt.Fprintf(b, " commit %s %s", d.norm(acts), errClass(err))
+		if err == nil && deferFinish {
+			h.stats["load-back deferred"]++
+			h.lb = append(h.lb, pendingLB{anchor: anchor, rc: rc, hrc: hrc})
+			return
+		}
+		if err == nil {
+			fmt.Fprintf(b, " finish %s", errClass(d.e.FinishLoadBack(anchor)))
+		}
+	} else if err != nil {
+		b.WriteString(" plan " + errClass(err))
+	}
+	fmt.Fprintf(b, " unlock %s host-unlock %s", errClass(d.e.Unlock(anchor, rc, false)), errClass(d.e.HostUnlock(anchor, hrc)))
+}
+
+// finish acknowledges every write-through, finishes every load-back and
+// ends every offload in flight (ok decides the offloads' outcome).
+func (h *hostSim) finish(b *strings.Builder, d *diffEngine, ok bool) {
+	for _, p := range h.wt {
+		fmt.Fprintf(b, " ack %d %s unlock %s", p.ack, errClass(d.e.FinishWriteThrough(p.nodes, p.ack)),
+			errClass(d.e.Unlock(p.node, p.rc, false)))
+	}
+	for _, p := range h.lb {
+		fmt.Fprintf(b, " finish %v %s unlock %s host-unlock %s", coreID(d.e, p.anchor), errClass(d.e.FinishLoadBack(p.anchor)),
+			errClass(d.e.Unlock(p.anchor, p.rc, false)), errClass(d.e.HostUnlock(p.anchor, p.hrc)))
+	}
+	for _, p := range h.offloads {
+		fmt.Fprintf(b, " offload %d %s", p.id, errClass(d.e.FinishLinkerOffload(p.nodes, p.id, ok)))
+	}
+	h.wt, h.lb, h.offloads = nil, nil, nil
+}
+
+// ongoing is the host's view of its operations in flight.
+func (h *hostSim) ongoing() core.Ongoing {
+	o := core.Ongoing{WriteThrough: []core.NodeID{}, LoadBack: []core.NodeID{}}
+	for _, p := range h.wt {
+		o.WriteThrough = append(o.WriteThrough, p.nodes...)
+	}
+	for _, p := range h.lb {
+		o.LoadBack = append(o.LoadBack, p.anchor)
+	}
+	return o
 }

@@ -66,6 +66,55 @@ type Engine interface {
 	// Render draws the tree (stable output, for tests and tools).
 	Render() (string, error)
 
+	// The host tier (HiCache; see core's host.go, loadback.go and
+	// hostevict.go, and abi/SPEC.md §4.8). Each mirrors the core.Tree
+	// method of its name. On an instance without a host tier the
+	// host-tier operations fail with core.ErrInvalidArgument, as the
+	// linker's do without core.Config.ExternalLinker. Actions are valid
+	// until the next call on the engine; treat the other slices in
+	// results as read-only (the direct engine's may be the tree's own).
+
+	// HostLock protects node's host copies from host eviction; HostUnlock
+	// releases its receipt (Receipt.Host is set).
+	HostLock(node core.NodeID) (core.Receipt, error)
+	HostUnlock(node core.NodeID, r core.Receipt) error
+	// BackupSpec says what backing node up copies; CommitBackup records
+	// the host slots the copy used, shaped like the spec.
+	BackupSpec(node core.NodeID) (core.BackupSpec, error)
+	CommitBackup(node core.NodeID, c core.BackupCommit) error
+	// MarkWriteThroughPending and FinishWriteThrough bracket a
+	// write-through copy under the host's ack.
+	MarkWriteThroughPending(nodes []core.NodeID, ack int64) ([]core.NodeID, error)
+	FinishWriteThrough(nodes []core.NodeID, ack int64) error
+	// Demote frees a backed-up evictable device leaf's device data, keeping
+	// its host copy; DropSubtreeNoHost deletes an unbacked one with its
+	// host-only descendants (a write-back eviction whose backup failed).
+	Demote(node core.NodeID) ([]core.Action, error)
+	DropSubtreeNoHost(node core.NodeID) (bool, []core.Action, error)
+	// LoadBackPlan, CommitLoadBack and FinishLoadBack bring a host-only
+	// prefix back to the device.
+	LoadBackPlan(anchor core.NodeID) (core.LoadBackPlan, error)
+	CommitLoadBack(anchor core.NodeID, c core.LoadBackCommit) ([]core.Action, error)
+	FinishLoadBack(anchor core.NodeID) error
+	// InsertHost adds KV fetched into host memory below anchor.
+	InsertHost(anchor core.NodeID, ns core.Namespace, tokens []uint32, hostSlots []int32) (core.InsertHostResult, []core.Action, error)
+	// EvictHost frees at least want host slots of component c when that
+	// many are evictable, appending the frees to dst.
+	EvictHost(c core.Component, want int, dst []core.Action) ([]core.Action, int, error)
+	// StorageSpec returns the storage (L3) keys of node's host data;
+	// BackfillHashes computes the page hashes still missing and returns
+	// how many nodes it hashed.
+	StorageSpec(node core.NodeID) (core.StorageSpec, error)
+	BackfillHashes() (int, error)
+	// The external cache linker's marks (core.Config.ExternalLinker).
+	LinkerChain(node core.NodeID) ([]core.NodeID, error)
+	MarkLinkerPending(nodes []core.NodeID, id int64) error
+	FinishLinkerOffload(nodes []core.NodeID, id int64, ok bool) error
+	MarkLinkerStoredPath(from, until core.NodeID) error
+	// SanityCheckOngoing is SanityCheck that also checks the host's
+	// write-throughs and load-backs in flight (slow; tests and tools).
+	SanityCheckOngoing(o core.Ongoing) error
+
 	// TakeEvents appends the KV cache events recorded since the last call
 	// to dst, oldest first, and empties the queue (see core.Tree.TakeEvents
 	// and abi/SPEC.md §4.7). Only an instance created with
@@ -230,6 +279,146 @@ func (e *directEngine) Render() (string, error) {
 		return "", errEngineClosed
 	}
 	return e.t.Render(), nil
+}
+
+func (e *directEngine) HostLock(node core.NodeID) (core.Receipt, error) {
+	if e.closed {
+		return core.Receipt{}, errEngineClosed
+	}
+	return e.t.HostLock(node)
+}
+
+func (e *directEngine) HostUnlock(node core.NodeID, r core.Receipt) error {
+	if e.closed {
+		return errEngineClosed
+	}
+	return e.t.HostUnlock(node, r)
+}
+
+func (e *directEngine) BackupSpec(node core.NodeID) (core.BackupSpec, error) {
+	if e.closed {
+		return core.BackupSpec{Mamba: -1}, errEngineClosed
+	}
+	return e.t.BackupSpec(node)
+}
+
+func (e *directEngine) CommitBackup(node core.NodeID, c core.BackupCommit) error {
+	if e.closed {
+		return errEngineClosed
+	}
+	return e.t.CommitBackup(node, c)
+}
+
+func (e *directEngine) MarkWriteThroughPending(nodes []core.NodeID, ack int64) ([]core.NodeID, error) {
+	if e.closed {
+		return nil, errEngineClosed
+	}
+	return e.t.MarkWriteThroughPending(nodes, ack)
+}
+
+func (e *directEngine) FinishWriteThrough(nodes []core.NodeID, ack int64) error {
+	if e.closed {
+		return errEngineClosed
+	}
+	return e.t.FinishWriteThrough(nodes, ack)
+}
+
+func (e *directEngine) Demote(node core.NodeID) ([]core.Action, error) {
+	if e.closed {
+		return nil, errEngineClosed
+	}
+	return e.t.Demote(node)
+}
+
+func (e *directEngine) DropSubtreeNoHost(node core.NodeID) (bool, []core.Action, error) {
+	if e.closed {
+		return false, nil, errEngineClosed
+	}
+	return e.t.DropSubtreeNoHost(node)
+}
+
+func (e *directEngine) LoadBackPlan(anchor core.NodeID) (core.LoadBackPlan, error) {
+	if e.closed {
+		return core.LoadBackPlan{Mamba: -1}, errEngineClosed
+	}
+	return e.t.LoadBackPlan(anchor)
+}
+
+func (e *directEngine) CommitLoadBack(anchor core.NodeID, c core.LoadBackCommit) ([]core.Action, error) {
+	if e.closed {
+		return nil, errEngineClosed
+	}
+	return e.t.CommitLoadBack(anchor, c)
+}
+
+func (e *directEngine) FinishLoadBack(anchor core.NodeID) error {
+	if e.closed {
+		return errEngineClosed
+	}
+	return e.t.FinishLoadBack(anchor)
+}
+
+func (e *directEngine) InsertHost(anchor core.NodeID, ns core.Namespace, tokens []uint32, hostSlots []int32) (core.InsertHostResult, []core.Action, error) {
+	if e.closed {
+		return core.InsertHostResult{}, nil, errEngineClosed
+	}
+	return e.t.InsertHost(anchor, ns, tokens, hostSlots)
+}
+
+func (e *directEngine) EvictHost(c core.Component, want int, dst []core.Action) ([]core.Action, int, error) {
+	if e.closed {
+		return dst, 0, errEngineClosed
+	}
+	return e.t.EvictHost(c, want, dst)
+}
+
+func (e *directEngine) StorageSpec(node core.NodeID) (core.StorageSpec, error) {
+	if e.closed {
+		return core.StorageSpec{}, errEngineClosed
+	}
+	return e.t.StorageSpec(node)
+}
+
+func (e *directEngine) BackfillHashes() (int, error) {
+	if e.closed {
+		return 0, errEngineClosed
+	}
+	return e.t.BackfillHashes(), nil
+}
+
+func (e *directEngine) LinkerChain(node core.NodeID) ([]core.NodeID, error) {
+	if e.closed {
+		return nil, errEngineClosed
+	}
+	return e.t.LinkerChain(node)
+}
+
+func (e *directEngine) MarkLinkerPending(nodes []core.NodeID, id int64) error {
+	if e.closed {
+		return errEngineClosed
+	}
+	return e.t.MarkLinkerPending(nodes, id)
+}
+
+func (e *directEngine) FinishLinkerOffload(nodes []core.NodeID, id int64, ok bool) error {
+	if e.closed {
+		return errEngineClosed
+	}
+	return e.t.FinishLinkerOffload(nodes, id, ok)
+}
+
+func (e *directEngine) MarkLinkerStoredPath(from, until core.NodeID) error {
+	if e.closed {
+		return errEngineClosed
+	}
+	return e.t.MarkLinkerStoredPath(from, until)
+}
+
+func (e *directEngine) SanityCheckOngoing(o core.Ongoing) error {
+	if e.closed {
+		return errEngineClosed
+	}
+	return e.t.SanityCheckOngoing(o)
 }
 
 func (e *directEngine) TakeEvents(dst []core.Event) ([]core.Event, error) {

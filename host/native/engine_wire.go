@@ -124,6 +124,8 @@ type wireEngine struct {
 	q   abi.Request
 	r   abi.Response
 	req []byte
+	// ids holds a request's node list in wire form.
+	ids []core.NodeID
 	// scratch holds decoded actions and their slots, and decoded events
 	// with their hashes and tokens, until the next call, the lifetime
 	// core gives its own actions.
@@ -465,6 +467,269 @@ func (e *wireEngine) Render() (string, error) {
 		return "", err
 	}
 	return e.r.Text, nil
+}
+
+// wireIDs returns ids in wire form in the engine's reused buffer.
+func (e *wireEngine) wireIDs(ids []core.NodeID) []core.NodeID {
+	e.ids = e.ids[:0]
+	for _, id := range ids {
+		e.ids = append(e.ids, e.toWire(id))
+	}
+	return e.ids
+}
+
+// idsFromWire converts decoded ids to the caller's form in place.
+func (e *wireEngine) idsFromWire(ids []core.NodeID) []core.NodeID {
+	for i, id := range ids {
+		ids[i] = e.fromWire(id)
+	}
+	return ids
+}
+
+func (e *wireEngine) nodeSlotsFromWire(v []core.NodeSlots) []core.NodeSlots {
+	for i := range v {
+		v[i].Node = e.fromWire(v[i].Node)
+	}
+	return v
+}
+
+// nodeCall sends op with node (in the caller's form) as its node.
+func (e *wireEngine) nodeCall(op abi.Op, node core.NodeID) error {
+	e.q.Node = e.toWire(node)
+	err := e.roundTrip(op)
+	e.q.Node = 0
+	return err
+}
+
+func (e *wireEngine) HostLock(node core.NodeID) (core.Receipt, error) {
+	if err := e.usable(); err != nil {
+		return core.Receipt{}, err
+	}
+	if err := e.nodeCall(abi.OpHostLock, node); err != nil {
+		return core.Receipt{}, err
+	}
+	rc := e.r.Receipt
+	rc.Node = e.fromWire(rc.Node)
+	return rc, nil
+}
+
+func (e *wireEngine) HostUnlock(node core.NodeID, r core.Receipt) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	r.Node = e.toWire(r.Node)
+	e.q.Receipt = r
+	err := e.nodeCall(abi.OpHostUnlock, node)
+	e.q.Receipt = core.Receipt{}
+	return err
+}
+
+func (e *wireEngine) BackupSpec(node core.NodeID) (core.BackupSpec, error) {
+	if err := e.usable(); err != nil {
+		return core.BackupSpec{Mamba: -1}, err
+	}
+	if err := e.nodeCall(abi.OpBackupSpec, node); err != nil {
+		return core.BackupSpec{Mamba: -1}, err
+	}
+	s := e.r.Spec
+	s.Node = e.fromWire(s.Node)
+	s.SWA = e.nodeSlotsFromWire(s.SWA)
+	return s, nil
+}
+
+func (e *wireEngine) CommitBackup(node core.NodeID, c core.BackupCommit) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	e.q.Backup = c
+	err := e.nodeCall(abi.OpCommitBackup, node)
+	e.q.Backup = core.BackupCommit{}
+	return err
+}
+
+// listCall sends op with nodes (in the caller's form) as its node list.
+func (e *wireEngine) listCall(op abi.Op, nodes []core.NodeID) error {
+	e.q.Nodes = e.wireIDs(nodes)
+	err := e.roundTrip(op)
+	e.q.Nodes, e.q.Ack, e.q.OffloadID, e.q.OK = nil, 0, 0, false
+	return err
+}
+
+func (e *wireEngine) MarkWriteThroughPending(nodes []core.NodeID, ack int64) ([]core.NodeID, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	e.q.Ack = ack
+	if err := e.listCall(abi.OpMarkWriteThroughPending, nodes); err != nil {
+		return nil, err
+	}
+	return e.idsFromWire(e.r.Nodes), nil
+}
+
+func (e *wireEngine) FinishWriteThrough(nodes []core.NodeID, ack int64) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	e.q.Ack = ack
+	return e.listCall(abi.OpFinishWriteThrough, nodes)
+}
+
+func (e *wireEngine) Demote(node core.NodeID) ([]core.Action, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	err := e.nodeCall(abi.OpDemote, node)
+	return e.r.Actions, err
+}
+
+func (e *wireEngine) DropSubtreeNoHost(node core.NodeID) (bool, []core.Action, error) {
+	if err := e.usable(); err != nil {
+		return false, nil, err
+	}
+	if err := e.nodeCall(abi.OpDropSubtreeNoHost, node); err != nil {
+		return false, e.r.Actions, err
+	}
+	return e.r.Dropped, e.r.Actions, nil
+}
+
+func (e *wireEngine) LoadBackPlan(anchor core.NodeID) (core.LoadBackPlan, error) {
+	if err := e.usable(); err != nil {
+		return core.LoadBackPlan{Mamba: -1}, err
+	}
+	if err := e.nodeCall(abi.OpLoadBack, anchor); err != nil {
+		return core.LoadBackPlan{Mamba: -1}, err
+	}
+	p := e.r.Plan
+	p.Anchor = e.fromWire(p.Anchor)
+	p.Full = e.nodeSlotsFromWire(p.Full)
+	p.SWA = e.nodeSlotsFromWire(p.SWA)
+	return p, nil
+}
+
+func (e *wireEngine) CommitLoadBack(anchor core.NodeID, c core.LoadBackCommit) ([]core.Action, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	e.q.LoadBack = c
+	err := e.nodeCall(abi.OpCommitLoadBack, anchor)
+	e.q.LoadBack = core.LoadBackCommit{}
+	return e.r.Actions, err
+}
+
+func (e *wireEngine) FinishLoadBack(anchor core.NodeID) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	return e.nodeCall(abi.OpFinishLoadBack, anchor)
+}
+
+func (e *wireEngine) InsertHost(anchor core.NodeID, ns core.Namespace, tokens []uint32, hostSlots []int32) (core.InsertHostResult, []core.Action, error) {
+	if err := e.usable(); err != nil {
+		return core.InsertHostResult{}, nil, err
+	}
+	e.q.Insert = core.InsertParams{Namespace: ns, Tokens: tokens, Slots: hostSlots}
+	err := e.nodeCall(abi.OpInsertHost, anchor)
+	e.q.Insert = core.InsertParams{}
+	if err != nil {
+		return core.InsertHostResult{}, e.r.Actions, err
+	}
+	res := e.r.InsertHost
+	res.Node = e.fromWire(res.Node)
+	return res, e.r.Actions, nil
+}
+
+func (e *wireEngine) EvictHost(c core.Component, want int, dst []core.Action) ([]core.Action, int, error) {
+	if err := e.usable(); err != nil {
+		return dst, 0, err
+	}
+	e.q.Component, e.q.Want = c, int64(want)
+	err := e.roundTrip(abi.OpEvictHost)
+	e.q.Component, e.q.Want = 0, 0
+	dst = append(dst, e.r.Actions...)
+	if err != nil {
+		return dst, 0, err
+	}
+	return dst, int(e.r.Freed), nil
+}
+
+func (e *wireEngine) StorageSpec(node core.NodeID) (core.StorageSpec, error) {
+	if err := e.usable(); err != nil {
+		return core.StorageSpec{}, err
+	}
+	if err := e.nodeCall(abi.OpStorageSpec, node); err != nil {
+		return core.StorageSpec{}, err
+	}
+	s := e.r.Storage
+	s.Node = e.fromWire(s.Node)
+	return s, nil
+}
+
+func (e *wireEngine) BackfillHashes() (int, error) {
+	if err := e.usable(); err != nil {
+		return 0, err
+	}
+	if err := e.roundTrip(abi.OpBackfillHashes); err != nil {
+		return 0, err
+	}
+	return int(e.r.Hashed), nil
+}
+
+func (e *wireEngine) LinkerChain(node core.NodeID) ([]core.NodeID, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	if err := e.nodeCall(abi.OpLinkerChain, node); err != nil {
+		return nil, err
+	}
+	return e.idsFromWire(e.r.Nodes), nil
+}
+
+func (e *wireEngine) MarkLinkerPending(nodes []core.NodeID, id int64) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	e.q.OffloadID = id
+	return e.listCall(abi.OpMarkLinkerPending, nodes)
+}
+
+func (e *wireEngine) FinishLinkerOffload(nodes []core.NodeID, id int64, ok bool) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	e.q.OffloadID, e.q.OK = id, ok
+	return e.listCall(abi.OpFinishLinkerOffload, nodes)
+}
+
+func (e *wireEngine) MarkLinkerStoredPath(from, until core.NodeID) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	e.q.Until = e.toWire(until)
+	err := e.nodeCall(abi.OpMarkLinkerStoredPath, from)
+	e.q.Until = 0
+	return err
+}
+
+func (e *wireEngine) SanityCheckOngoing(o core.Ongoing) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	// Two lists, so not the engine's one id buffer; a nil list (unknown)
+	// differs from an empty one (none in flight).
+	toWire := func(ids []core.NodeID) []core.NodeID {
+		if ids == nil {
+			return nil
+		}
+		out := make([]core.NodeID, len(ids))
+		for i, id := range ids {
+			out[i] = e.toWire(id)
+		}
+		return out
+	}
+	e.q.Ongoing = core.Ongoing{WriteThrough: toWire(o.WriteThrough), LoadBack: toWire(o.LoadBack)}
+	err := e.roundTrip(abi.OpSanityCheckOngoing)
+	e.q.Ongoing = core.Ongoing{}
+	return err
 }
 
 // TakeEvents appends the guest's events to dst; their BlockHashes and

@@ -380,3 +380,82 @@ func TestWasmRuntime_Own(t *testing.T) {
 	require.ErrorIs(t, err, ErrGuest, "the runtime closed its modules")
 	_ = e.Close()
 }
+
+// TestEngines_HostTier runs one write-through backup and one load-back
+// through every engine, and checks the distinctions the wire keeps with
+// present flags: a backup commit's absent Full slots versus an empty
+// list, and SanityCheckOngoing's unknown view versus an empty one.
+func TestEngines_HostTier(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, ctor engineCtor) {
+		e := newEngine(t, ctor, core.Config{PageSize: 2, HostTier: true, ExternalLinker: true})
+		res, acts, err := e.Insert(core.InsertParams{Tokens: []uint32{1, 2, 3, 4}, Slots: []int32{0, 1, 2, 3}})
+		require.NoError(t, err)
+		require.Equal(t, []core.NodeID{res.LastDevice}, acts[0].Nodes, "write-through after one hit: BackupKV")
+		leaf := res.LastDevice
+
+		spec, err := e.BackupSpec(leaf)
+		require.NoError(t, err)
+		require.Equal(t, core.BackupSpec{Node: leaf, Full: []int32{0, 1, 2, 3}, Mamba: -1}, spec)
+		require.NoError(t, e.CommitBackup(leaf, core.BackupCommit{Full: []int32{10, 11, 12, 13}, Mamba: -1}))
+		spec, err = e.BackupSpec(leaf)
+		require.NoError(t, err)
+		require.Nil(t, spec.Full, "on the host already")
+		err = e.CommitBackup(leaf, core.BackupCommit{Full: []int32{}, Mamba: -1})
+		require.ErrorIs(t, err, core.ErrInvalidArgument, "an empty Full list is not an absent one")
+		require.NoError(t, e.CommitBackup(leaf, core.BackupCommit{Mamba: -1}))
+
+		rc, err := e.Lock(leaf, 0)
+		require.NoError(t, err)
+		ids, err := e.MarkWriteThroughPending([]core.NodeID{leaf}, 3)
+		require.NoError(t, err)
+		require.Equal(t, []core.NodeID{leaf}, ids)
+		require.NoError(t, e.SanityCheckOngoing(core.Ongoing{}), "an unknown view checks nothing in flight")
+		require.ErrorIs(t, e.SanityCheckOngoing(core.Ongoing{WriteThrough: []core.NodeID{}}), core.ErrSanity,
+			"an empty view misses the pending node")
+		require.NoError(t, e.SanityCheckOngoing(core.Ongoing{WriteThrough: ids, LoadBack: []core.NodeID{}}))
+		require.NoError(t, e.FinishWriteThrough(ids, 3))
+		require.NoError(t, e.Unlock(leaf, rc, false))
+
+		// Evicting demotes the backed-up leaf; a load-back restores it.
+		acts, freed, err := e.Evict(core.Full, 4, nil)
+		require.NoError(t, err)
+		require.Equal(t, 4, freed)
+		require.Len(t, acts, 1)
+		m, err := e.Match(nil, core.Namespace{}, []uint32{1, 2, 3, 4})
+		require.NoError(t, err)
+		require.Equal(t, 4, m.HostHitLen)
+		require.Equal(t, leaf, m.Best)
+		hrc, err := e.HostLock(leaf)
+		require.NoError(t, err)
+		require.True(t, hrc.Host)
+		require.ErrorIs(t, e.Unlock(leaf, hrc, false), core.ErrReceipt)
+		rc, err = e.Lock(leaf, 0)
+		require.NoError(t, err)
+		plan, err := e.LoadBackPlan(leaf)
+		require.NoError(t, err)
+		require.Equal(t, core.LoadBackPlan{Anchor: leaf, Full: []core.NodeSlots{{Node: leaf, Slots: []int32{10, 11, 12, 13}}}, Mamba: -1}, plan)
+		acts, err = e.CommitLoadBack(leaf, core.LoadBackCommit{Full: [][]int32{{20, 21, 22, 23}}, Mamba: -1})
+		require.NoError(t, err)
+		require.Empty(t, acts)
+		require.NoError(t, e.FinishLoadBack(leaf))
+		require.NoError(t, e.Unlock(leaf, rc, false))
+		require.NoError(t, e.HostUnlock(leaf, hrc))
+		m, err = e.Match(nil, core.Namespace{}, []uint32{1, 2, 3, 4})
+		require.NoError(t, err)
+		require.Equal(t, []int32{20, 21, 22, 23}, m.Indices)
+
+		keys, err := e.StorageSpec(leaf)
+		require.NoError(t, err)
+		require.Equal(t, leaf, keys.Node)
+		require.Len(t, keys.Full, 2)
+		chain, err := e.LinkerChain(leaf)
+		require.NoError(t, err)
+		require.Equal(t, []core.NodeID{leaf}, chain)
+		require.NoError(t, e.MarkLinkerPending(chain, 9))
+		require.NoError(t, e.FinishLinkerOffload(chain, 9, true))
+		chain, err = e.LinkerChain(leaf)
+		require.NoError(t, err)
+		require.Empty(t, chain, "stored")
+		require.NoError(t, e.SanityCheck())
+	})
+}

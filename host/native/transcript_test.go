@@ -65,6 +65,21 @@ func TestEngines_TranscriptsRunEvents(t *testing.T) {
 	require.Equal(t, strings.Count(string(data), "\n"), strings.Count(script, "\n"), "line numbers are kept")
 }
 
+// TestEngines_TranscriptsRunAll guards against scripts being skipped:
+// every command of every script (the host-tier ones included) is an
+// Engine operation the harness runs.
+func TestEngines_TranscriptsRunAll(t *testing.T) {
+	paths, err := filepath.Glob("../../core/testdata/*.txt")
+	require.NoError(t, err)
+	require.NotEmpty(t, paths)
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		script, _ := maskCoreOnly(string(data))
+		require.Empty(t, unsupportedCommand(script), filepath.Base(path))
+	}
+}
+
 // engineOptions runs the transcripts on engines from ctor.
 func engineOptions(ctor engineCtor) transcripttest.Options {
 	return transcripttest.Options{
@@ -86,12 +101,12 @@ var wireNodePrefix = regexp.MustCompile(`node 0x[0-9a-f]{16}: `)
 // arguments each takes.
 var transcriptArgs = map[string][]string{
 	"new": {"page", "policy", "bigram", "host-tier", "kv-events", "hash", "write-back", "components",
-		"window", "mamba-chunk", "mamba-cap"},
+		"window", "mamba-chunk", "mamba-cap", "wt-threshold", "linker"},
 	"insert":        {"tokens", "slots", "ns", "prev", "prio", "chunked", "track", "session", "as", "swa-evicted", "swa-branching", "mamba"},
 	"begin-insert":  {"tokens", "slots", "ns", "prev", "prio", "chunked", "track", "session", "as", "swa-evicted", "swa-branching", "mamba"},
 	"resume-insert": {"as"},
 	"end-insert":    {},
-	"match":         {"tokens", "ns", "as"},
+	"match":         {"tokens", "ns", "as", "best"},
 	"lock":          {"node", "skip", "as"},
 	"unlock":        {"node", "receipt", "skip-swa", "forge"},
 	"unlock-swa":    {"node", "receipt", "forge"},
@@ -104,6 +119,28 @@ var transcriptArgs = map[string][]string{
 	"inspect":   {"node"},
 	"dfs-order": {"nodes"},
 	"events":    {},
+	// The host tier, storage keys and the external linker.
+	"backup":           {"node"},
+	"demote":           {"node"},
+	"mark-pending":     {"nodes", "ack"},
+	"finish-wt":        {"nodes", "ack"},
+	"write-through":    {"nodes"},
+	"plan-load-back":   {"node"},
+	"commit-load-back": {"node"},
+	"finish-load-back": {"node"},
+	"load-back":        {"node"},
+	"host-lock":        {"node", "as"},
+	"host-unlock":      {"node", "receipt", "forge"},
+	"evict-host":       {"n", "comp"},
+	"insert-host":      {"node", "tokens", "slots", "ns", "as"},
+	"drop-subtree":     {"node"},
+	"storage-spec":     {"node"},
+	"backfill":         {},
+	"linker-chain":     {"node"},
+	"linker-pending":   {"nodes", "id"},
+	"linker-finish":    {"nodes", "id", "ok"},
+	"linker-stored":    {"node", "until"},
+	"sanity-ongoing":   {"wt", "lb"},
 }
 
 // coreOnly lists the commands that only a core.Tree answers and that
@@ -201,8 +238,9 @@ func maskCoreOnly(script string) (string, int) {
 // commands go through the engine's Inspector (the direct engine answers
 // from its tree, the wire engines through ABI ops that Engine does not
 // expose), and ids print in core form. UnlockSWA and
-// EvictExcessPathStates (the unlock-swa and evict-excess commands) are
-// Engine's own.
+// EvictExcessPathStates (the unlock-swa and evict-excess commands) and
+// the host-tier, storage and linker operations are Engine's own, with
+// the harness's signatures (BackfillHashes aside, adapted below).
 type engineTarget struct {
 	Engine
 	transcripttest.Inspector
@@ -222,6 +260,16 @@ func (e engineTarget) LRUOrder(c core.Component, host bool) []core.NodeID {
 	return ids
 }
 
+// BackfillHashes answers the backfill command. The harness's signature
+// has no error: a failed call hashed nothing.
+func (e engineTarget) BackfillHashes() int {
+	n, err := e.Engine.BackfillHashes()
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
 type lruLister interface {
 	lruOrder(c core.Component, host bool) ([]core.NodeID, error)
 }
@@ -233,8 +281,20 @@ var (
 	_ transcripttest.SWAUnlocker      = engineTarget{}
 	_ transcripttest.PathStateEvictor = engineTarget{}
 	_ transcripttest.LRUInspector     = engineTarget{}
-	_ lruLister                       = (*directEngine)(nil)
-	_ lruLister                       = (*wireEngine)(nil)
+
+	_ transcripttest.HostBackuper       = engineTarget{}
+	_ transcripttest.Demoter            = engineTarget{}
+	_ transcripttest.WriteThroughMarker = engineTarget{}
+	_ transcripttest.LoadBacker         = engineTarget{}
+	_ transcripttest.HostLocker         = engineTarget{}
+	_ transcripttest.HostEvictor        = engineTarget{}
+	_ transcripttest.HostInserter       = engineTarget{}
+	_ transcripttest.SubtreeDropper     = engineTarget{}
+	_ transcripttest.StorageSpecer      = engineTarget{}
+	_ transcripttest.Linker             = engineTarget{}
+	_ transcripttest.OngoingChecker     = engineTarget{}
+	_ lruLister                         = (*directEngine)(nil)
+	_ lruLister                         = (*wireEngine)(nil)
 )
 
 func (e *directEngine) lruOrder(c core.Component, host bool) ([]core.NodeID, error) {

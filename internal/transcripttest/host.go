@@ -10,8 +10,7 @@ import (
 
 // The host-tier (HiCache) commands. Each capability is an optional
 // interface that a *core.Tree has with exactly these signatures; a target
-// without one fails the command (host/native's engine harness skips the
-// scripts that use them).
+// without one fails the command. host/native's engines have them all.
 
 // WriteThroughMarker is the mark-pending and finish-wt commands'
 // capability: the pending mark of a write-through and its ack.
