@@ -200,7 +200,6 @@ type modelRequest struct {
 type model struct {
 	t       *testing.T
 	tree    *core.Tree
-	cfg     core.Config
 	rng     *rand.Rand
 	page    int
 	width   int
@@ -419,20 +418,20 @@ func (m *model) match(ns core.Namespace, tokens []uint32) core.MatchResult {
 	dst := []int32{-7}
 	res, err := m.tree.Match(dst, ns, tokens)
 	require.NoError(t, err)
-	require.Equal(t, want.dev, res.DeviceLen, "match length of %v in %+v", tokens, ns)
-	require.Equal(t, int32(-7), res.Indices[0])
+	eqf(t, want.dev, res.DeviceLen, "match length of %v in %+v", tokens, ns)
+	eqf(t, int32(-7), res.Indices[0], "dst kept")
 	got := res.Indices[1:]
 	sameSlice(t, want.slots, got, "matched slots")
 	w, s := pathOf(t, m.tree, res.LastDevice)
 	sameSlice(t, words[:want.dev*m.width], w, "LastDevice does not end the matched prefix")
 	sameSlice(t, want.slots, s)
-	require.Equal(t, res.LastDevice, res.Best)
-	require.Equal(t, res.LastDevice, res.LastHost)
-	require.Equal(t, want.full, res.FullKVHitLen)
-	require.Zero(t, res.HostHitLen)
-	require.Zero(t, res.SWAHostHitLen)
-	require.Zero(t, res.MambaHostHitLen)
-	require.Empty(t, res.Actions)
+	eqf(t, res.LastDevice, res.Best, "Best")
+	eqf(t, res.LastDevice, res.LastHost, "LastHost")
+	eqf(t, want.full, res.FullKVHitLen, "FullKVHitLen")
+	eqf(t, 0, res.HostHitLen, "host hit")
+	eqf(t, 0, res.SWAHostHitLen, "SWA host hit")
+	eqf(t, 0, res.MambaHostHitLen, "Mamba host hit")
+	eqf(t, 0, len(res.Actions), "match actions")
 	swaBranch, mambaBranch := -1, -1
 	if m.has(core.SWA) && want.full > want.dev {
 		swaBranch = want.full
@@ -440,9 +439,9 @@ func (m *model) match(ns core.Namespace, tokens []uint32) core.MatchResult {
 	if a := want.full / max(m.grid, 1) * m.grid; m.has(core.Mamba) && a > want.dev {
 		mambaBranch = a
 	}
-	require.Equal(t, swaBranch, res.SWABranchingSeqlen, "SWA branching length")
-	require.Equal(t, mambaBranch, res.MambaBranchingSeqlen, "Mamba branching length")
-	require.Equal(t, want.state, res.MambaSlot, "the state to fork")
+	eqf(t, swaBranch, res.SWABranchingSeqlen, "SWA branching length")
+	eqf(t, mambaBranch, res.MambaBranchingSeqlen, "Mamba branching length")
+	eqf(t, want.state, res.MambaSlot, "the state to fork")
 	m.stats["match"]++
 	if want.dev > 0 {
 		m.stats["match-hit"]++
@@ -485,7 +484,31 @@ func (m *model) lockMatch(ns int, tokens []uint32, skip core.ComponentSet) (*hel
 	require.Equal(t, skip, r.Skipped)
 	require.Equal(t, delta, r.Delta, "receipt delta")
 	l := &heldLock{r: r, ns: ns, tokens: tokens, words: words[:res.DeviceLen*m.width], slots: slices.Clone(res.Indices[1:]), skip: skip}
+	m.checkSWAStamp(l)
 	return l, res
+}
+
+// checkSWAStamp: an SWA lock reaching the window stamps the node where
+// the covered length (from the locked end up) first reaches it; a shorter
+// one reaches the root and carries no stamp.
+func (m *model) checkSWAStamp(l *heldLock) {
+	t := m.t
+	if !m.has(core.SWA) || l.skip.Has(core.SWA) || l.d() < m.window {
+		eqf(t, int64(0), l.r.SWAUUID, "receipt %d: SWA stamp of a lock that covers no whole window", l.r.Serial)
+		return
+	}
+	require.NotZero(t, l.r.SWAUUID, "receipt %d: an SWA lock over a whole window carries a stamp", l.r.Serial)
+	end := l.d()
+	for id := l.r.Node; id != m.tree.Root(); {
+		info := m.inspect(id)
+		start := end - len(info.Key)/m.width
+		if l.d()-start >= m.window {
+			eqf(t, l.r.SWAUUID, info.SWAUUID, "receipt %d: the stamp belongs on %v, where the window is reached", l.r.Serial, id)
+			return
+		}
+		id, end = info.Parent, start
+	}
+	require.Fail(t, "SWA stamp", "receipt %d: the window is never reached", l.r.Serial)
 }
 
 func (m *model) unlock(l *heldLock) {
@@ -814,19 +837,24 @@ func (m *model) applyFrees(acts []core.Action, node core.NodeID, snap map[core.N
 		return out
 	}
 	for _, a := range acts {
-		require.Equal(t, core.ActionFreeDeviceSlots, a.Kind, "eviction emitted %v", a)
+		eqf(t, core.ActionFreeDeviceSlots, a.Kind, "eviction emitted %v", a)
 		if node != 0 {
-			require.Equal(t, node, a.Node, "a step's actions name its node")
+			eqf(t, node, a.Node, "a step's actions name its node: %v", a)
 		}
 		info, ok := snap[a.Node]
-		require.Truef(t, ok, "%v names a node that did not exist", a)
+		eqf(t, true, ok, "%v names a node that did not exist", a)
 		switch a.Component {
 		case core.Full:
 			sameSlice(t, info.Device[core.Full], a.Slots, "%v must free all of %v's full slots", a, a.Node)
 			for _, p := range pagesOf(a) {
-				require.Falsef(t, m.fullLocked(p), "%v frees a locked page", a)
-				require.Falsef(t, p.swa, "%v frees full slots before their SWA", a)
-				require.Negativef(t, p.mamba, "%v frees full slots before the state saved at their end", a)
+				switch {
+				case m.fullLocked(p):
+					require.Failf(t, "bad full free", "%v frees a locked page", a)
+				case p.swa:
+					require.Failf(t, "bad full free", "%v frees full slots before their SWA", a)
+				case p.mamba >= 0:
+					require.Failf(t, "bad full free", "%v frees full slots before the state saved at their end", a)
+				}
 				delete(m.ref, refKey(p.ns, p.words))
 			}
 			m.pools.freeFull(a.Slots, false)
@@ -834,8 +862,12 @@ func (m *model) applyFrees(acts []core.Action, node core.NodeID, snap map[core.N
 			require.NotNil(t, info.Device[core.SWA], "%v: the node held no SWA value", a)
 			sameSlice(t, info.Device[core.Full], a.Slots, "%v must name all of %v's full slots", a, a.Node)
 			for _, p := range pagesOf(a) {
-				require.Truef(t, p.swa, "%v frees SWA the reference does not hold", a)
-				require.Falsef(t, m.swaGuarded(p), "%v frees SWA in the window of a live SWA lock", a)
+				switch {
+				case !p.swa:
+					require.Failf(t, "bad SWA free", "%v frees SWA the reference does not hold", a)
+				case m.swaGuarded(p):
+					require.Failf(t, "bad SWA free", "%v frees SWA in the window of a live SWA lock", a)
+				}
 				p.swa = false
 			}
 			m.pools.freeSWA(a.Slots)
@@ -1277,9 +1309,9 @@ func (m *model) check(op string) {
 		sameSlice(t, l.words, words, "after %s: locked prefix of receipt %d changed", op, l.r.Serial)
 		sameSlice(t, l.slots, slots, "after %s: locked slots of receipt %d changed", op, l.r.Serial)
 	}
-	require.Len(t, m.tree.LiveReceipts(), len(m.allLocks()), "after %s", op)
-	require.Equal(t, m.walking, m.tree.EvictionInFlight(), "after %s", op)
-	require.False(t, m.tree.InsertInFlight(), "after %s: an insert left suspended", op)
+	eqf(t, len(m.allLocks()), m.tree.LiveReceiptCount(), "after %s: live receipts", op)
+	eqf(t, m.walking, m.tree.EvictionInFlight(), "after %s: eviction in flight", op)
+	eqf(t, false, m.tree.InsertInFlight(), "after %s: an insert left suspended", op)
 }
 
 // checkOwnership: every allocated slot of every pool has exactly one
@@ -1288,7 +1320,8 @@ func (m *model) check(op string) {
 func (m *model) checkOwnership(op string) {
 	t := m.t
 	p := m.pools
-	owner := map[int32]string{}
+	owner := make([]string, p.full.next)
+	nOwned := 0
 	own := func(s int32, who string) {
 		if !p.full.isUsed(s) {
 			require.Failf(t, "slot freed while in use", "after %s: slot %d held by the %s but not allocated", op, s, who)
@@ -1297,6 +1330,7 @@ func (m *model) checkOwnership(op string) {
 			require.Failf(t, "slot held twice", "after %s: slot %d held by the %s and the %s", op, s, owner[s], who)
 		}
 		owner[s] = who
+		nOwned++
 	}
 	nSWA := 0
 	for _, pg := range m.ref {
@@ -1310,12 +1344,14 @@ func (m *model) checkOwnership(op string) {
 			}
 		}
 	}
-	states := map[int32]string{}
+	states := make([]string, p.mamba.next)
+	nStates := 0
 	ownState := func(s int32, who string) {
 		if !p.mamba.isUsed(s) || states[s] != "" {
 			require.Failf(t, "state ownership", "after %s: state %d held by the %s (allocated: %v, also held by: %q)", op, s, who, p.mamba.isUsed(s), states[s])
 		}
 		states[s] = who
+		nStates++
 	}
 	for _, pg := range m.ref {
 		if pg.mamba >= 0 {
@@ -1337,10 +1373,10 @@ func (m *model) checkOwnership(op string) {
 			ownState(r.mslot, "request")
 		}
 	}
-	require.Equalf(t, p.full.nUsed, len(owner), "after %s: full slots allocated vs owned (leak)", op)
-	require.Equalf(t, nSWA, len(p.swaOf), "after %s: SWA mappings vs owners", op)
-	require.Equalf(t, p.swa.nUsed, nSWA, "after %s: SWA slots allocated vs owned (leak)", op)
-	require.Equalf(t, p.mamba.nUsed, len(states), "after %s: states allocated vs owned (leak)", op)
+	eqf(t, p.full.nUsed, nOwned, "after %s: full slots allocated vs owned (leak)", op)
+	eqf(t, nSWA, len(p.swaOf), "after %s: SWA mappings vs owners", op)
+	eqf(t, p.swa.nUsed, nSWA, "after %s: SWA slots allocated vs owned (leak)", op)
+	eqf(t, p.mamba.nUsed, nStates, "after %s: states allocated vs owned (leak)", op)
 }
 
 // checkSizes compares the tree's size counters with the reference.
@@ -1368,15 +1404,15 @@ func (m *model) checkSizes(op string) {
 		}
 	}
 	full, aux := m.tree.TotalSize()
-	require.Equal(t, len(m.ref)*m.page, full, "after %s: full size", op)
-	require.Equal(t, swaPages*m.page+states, aux, "after %s: aux size", op)
-	require.Equal(t, lockedPages*m.page, m.tree.Protected(core.Full), "after %s: protected full", op)
-	require.Equal(t, (len(m.ref)-lockedPages)*m.page, m.tree.Evictable(core.Full), "after %s: evictable full", op)
-	require.Equal(t, swaPages*m.page, m.tree.Protected(core.SWA)+m.tree.Evictable(core.SWA), "after %s: SWA size", op)
+	eqf(t, len(m.ref)*m.page, full, "after %s: full size", op)
+	eqf(t, swaPages*m.page+states, aux, "after %s: aux size", op)
+	eqf(t, lockedPages*m.page, m.tree.Protected(core.Full), "after %s: protected full", op)
+	eqf(t, (len(m.ref)-lockedPages)*m.page, m.tree.Evictable(core.Full), "after %s: evictable full", op)
+	eqf(t, swaPages*m.page, m.tree.Protected(core.SWA)+m.tree.Evictable(core.SWA), "after %s: SWA size", op)
 	require.GreaterOrEqual(t, m.tree.Protected(core.SWA), swaLo*m.page, "after %s: protected SWA below the locked windows", op)
 	require.LessOrEqual(t, m.tree.Protected(core.SWA), swaHi*m.page, "after %s: protected SWA outside locked prefixes", op)
-	require.Equal(t, lockedStates, m.tree.Protected(core.Mamba), "after %s: protected states", op)
-	require.Equal(t, states-lockedStates, m.tree.Evictable(core.Mamba), "after %s: evictable states", op)
+	eqf(t, lockedStates, m.tree.Protected(core.Mamba), "after %s: protected states", op)
+	eqf(t, states-lockedStates, m.tree.Evictable(core.Mamba), "after %s: evictable states", op)
 }
 
 // checkLockCounts derives each node's lock counts from the reference's
@@ -1417,6 +1453,10 @@ func (m *model) checkLockCounts(nodes []flatNode, op string) {
 // go test ./core -run TestTree_Model -model.ops 100000
 var modelOps = flag.Int("model.ops", 0, "operations per TestTree_Model run (0: default)")
 
+// modelSeeds replaces the model test's seeds by 1..N, for soak runs:
+// go test ./core -run TestTree_Model -model.seeds 20 -model.all
+var modelSeeds = flag.Int("model.seeds", 0, "TestTree_Model: run seeds 1..N instead of the default ones")
+
 // modelAll runs every seed for the hybrid component sets too.
 var modelAll = flag.Bool("model.all", false, "TestTree_Model: every seed for every component set")
 
@@ -1440,17 +1480,24 @@ func TestTree_Model(t *testing.T) {
 	if *modelOps > 0 {
 		ops = *modelOps
 	}
+	if *modelSeeds > 0 {
+		seeds = nil
+		for k := range *modelSeeds {
+			seeds = append(seeds, uint64(k+1))
+		}
+	}
 	policies := core.PolicyNames()
 	for si, set := range modelSets {
 		total := map[string]int{}
 		for _, bigram := range []bool{false, true} {
-			for _, page := range []int{1, 2, 4, 16} {
+			for pi, page := range []int{1, 2, 4, 16} {
 				for k, seed := range seeds {
-					// Hybrid sets run one seed per shape unless asked.
-					if si > 0 && !*modelAll && len(seeds) > 1 && k != (page+si+int(b2u(bigram)))%len(seeds) {
+					// Hybrid sets run each page size once (bigram
+					// alternating) with one seed, unless asked for all.
+					if si > 0 && !*modelAll && (bigram != ((pi+si)%2 == 1) || len(seeds) > 1 && k != (page+si)%len(seeds)) {
 						continue
 					}
-					cfg := modelConfig(si, k, page, bigram, policies[(k+page)%len(policies)], set.comps)
+					cfg := modelConfig(si, k, pi, page, bigram, policies[(k+page)%len(policies)], set.comps)
 					name := fmt.Sprintf("%s/bigram=%v/page=%d/seed=%#x/%s", set.name, bigram, page, seed, cfg.Policy)
 					if si > 0 {
 						name += fmt.Sprintf("/w=%d/chunk=%d/cap=%d", cfg.SWAWindow, cfg.MambaChunkSize, cfg.MambaMaxPathStates)
@@ -1487,15 +1534,15 @@ func TestTree_Model(t *testing.T) {
 
 // modelConfig picks a configuration; the hybrid parameters vary with the
 // run's shape so that every set meets several windows, chunks and caps.
-func modelConfig(si, k, page int, bigram bool, policy string, comps []core.Component) core.Config {
+func modelConfig(si, k, pi, page int, bigram bool, policy string, comps []core.Component) core.Config {
 	cfg := core.Config{PageSize: page, Policy: policy, Bigram: bigram, Components: comps}
-	v := si + k + page + int(b2u(bigram))
+	v := pi + si + k
 	if slices.Contains(comps, core.SWA) {
-		cfg.SWAWindow = []int{1, page, 2*page + 1, 3 * page, 5*page - 1}[v%5]
+		cfg.SWAWindow = []int{1, page, 2*page + 1, 3 * page, 5*page - 1}[(v+int(b2u(bigram)))%5]
 	}
 	if slices.Contains(comps, core.Mamba) {
 		cfg.MambaChunkSize = []int{0, 2 * page, 3, 1}[v%4]
-		cfg.MambaMaxPathStates = []int{0, 1, 2, 3}[(v/2)%4]
+		cfg.MambaMaxPathStates = []int{0, 1, 2, 3}[(v+si/2)%4]
 	}
 	return cfg
 }
@@ -1507,7 +1554,7 @@ func runModel(t *testing.T, cfg core.Config, seed uint64, ops int) map[string]in
 	tree, err := core.New(cfg)
 	require.NoError(t, err)
 	m := &model{
-		t: t, tree: tree, cfg: cfg, rng: rng, page: page, width: 1, bigram: cfg.Bigram,
+		t: t, tree: tree, rng: rng, page: page, width: 1, bigram: cfg.Bigram,
 		set: tree.Components(), window: cfg.SWAWindow, pathCap: cfg.MambaMaxPathStates,
 		streams: genStreams(rng, 4, 3*page+1, 12*page+7),
 		cap:     40 * page,
@@ -1721,8 +1768,17 @@ func b2u(b bool) uint64 {
 
 // sameSlice compares slices by content, treating nil and empty alike.
 func sameSlice[T comparable](t testing.TB, want, got []T, msgAndArgs ...any) {
-	t.Helper()
 	if !slices.Equal(want, got) {
+		t.Helper()
 		require.Equal(t, want, got, msgAndArgs...)
+	}
+}
+
+// eqf is require.Equalf that costs nothing when the values are equal (the
+// model runs it millions of times).
+func eqf[T comparable](t testing.TB, want, got T, format string, args ...any) {
+	if want != got {
+		t.Helper()
+		require.Equalf(t, want, got, format, args...)
 	}
 }
