@@ -24,7 +24,8 @@ check:
 	git diff --exit-code -- go.mod go.sum
 
 fuzz:
-	$(GO) test ./core -run '^$$' -fuzz '^FuzzOps$$' -fuzztime 20s
+	$(GO) test ./core -run '^$$' -fuzz '^FuzzOps$$' -fuzztime 20s -fuzzminimizetime 5s
+	$(GO) test ./core -run '^$$' -fuzz '^FuzzHybridOps$$' -fuzztime 20s -fuzzminimizetime 5s
 
 demo:
 	$(GO) run ./cmd/radixkv replay
