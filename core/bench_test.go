@@ -3,7 +3,9 @@ package core_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/radixkv/radixkv/core"
 )
@@ -270,4 +272,107 @@ func BenchmarkEvict1M(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(acts)), "nodes/op")
 	reportPerToken(b, evictTreeTokens)
+}
+
+// BenchmarkSetOverhead measures the cost of the auxiliary components as
+// ratios to [Full] taken in the same run: every iteration runs a batch of
+// the same operation on a tree of each set in turn (starting with a
+// different set each time), timing each batch, so that load on a shared
+// machine hits every set alike. It reports the ns/op of each set and the
+// ratios swa/full and mamba/full (the target: under 1.5).
+func BenchmarkSetOverhead(b *testing.B) {
+	const batch = 32 // divides insertBatch
+	// An opFn runs its k-th operation; k = -1 asks for untimed upkeep.
+	type opFn func(k int)
+	ops := []struct {
+		name string
+		prep func(b *testing.B, set benchSet) opFn
+	}{}
+	for _, page := range []int{1, 16} {
+		for _, cached := range []int{100, 50} {
+			ops = append(ops, struct {
+				name string
+				prep func(b *testing.B, set benchSet) opFn
+			}{fmt.Sprintf("match/page=%d/cached=%d%%", page, cached), func(b *testing.B, set benchSet) opFn {
+				t := newSetTree(b, set, page)
+				key := benchKey(1, benchKeyLen)
+				mustInsert(b, t, core.InsertParams{Tokens: key, Slots: benchSlots(0, benchKeyLen)})
+				q, want := key, benchKeyLen
+				if cached == 50 {
+					half := benchKeyLen / 2
+					other := append(slices.Clone(key[:half]), benchKey(1<<20, half)...)
+					mustInsert(b, t, core.InsertParams{Tokens: other, Slots: benchSlots(benchKeyLen, benchKeyLen), MambaSlot: 1})
+					mustInsert(b, t, core.InsertParams{Tokens: key[:half], Slots: benchSlots(0, half), PrevPrefixLen: half, MambaSlot: 2})
+					q, want = append(slices.Clone(key[:half]), benchKey(1<<21, half)...), half
+				}
+				dst := make([]int32, 0, benchKeyLen)
+				if r, err := t.Match(dst, core.Namespace{}, q); err != nil || r.DeviceLen != want {
+					b.Fatalf("warm-up match: %d atoms, %v; want %d", r.DeviceLen, err, want)
+				}
+				return func(k int) {
+					if k < 0 {
+						return
+					}
+					if r, err := t.Match(dst[:0], core.Namespace{}, q); err != nil || r.DeviceLen != want {
+						b.Fatalf("match: %d atoms, %v", r.DeviceLen, err)
+					}
+				}
+			}})
+		}
+	}
+	for _, page := range []int{1, 16} {
+		ops = append(ops, struct {
+			name string
+			prep func(b *testing.B, set benchSet) opFn
+		}{fmt.Sprintf("insert/page=%d", page), func(b *testing.B, set benchSet) opFn {
+			t := newSetTree(b, set, page)
+			keys := make([][]uint32, insertBatch)
+			for k := range keys {
+				keys[k] = benchKey(uint32(k)*benchKeyLen, benchKeyLen)
+			}
+			slots := benchSlots(0, benchKeyLen)
+			return func(k int) {
+				k %= insertBatch
+				if k < 0 {
+					t.Reset() // untimed: the caller passes -1 between batches
+					return
+				}
+				if _, _, err := t.Insert(core.InsertParams{Tokens: keys[k], Slots: slots, MambaSlot: int32(k)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}})
+	}
+	for _, op := range ops {
+		b.Run(op.name, func(b *testing.B) {
+			fns := make([]opFn, len(benchSets))
+			for s, set := range benchSets {
+				fns[s] = op.prep(b, set)
+			}
+			elapsed := make([]time.Duration, len(benchSets))
+			calls := make([]int, len(benchSets))
+			round := 0
+			for b.Loop() {
+				for j := range benchSets {
+					s := (round + j) % len(benchSets)
+					if calls[s]%insertBatch == 0 {
+						fns[s](-1) // an insert benchmark empties its tree here
+					}
+					t0 := time.Now()
+					for range batch {
+						fns[s](calls[s])
+						calls[s]++
+					}
+					elapsed[s] += time.Since(t0)
+				}
+				round++
+			}
+			per := func(s int) float64 { return float64(elapsed[s].Nanoseconds()) / float64(calls[s]) }
+			for s, set := range benchSets {
+				b.ReportMetric(per(s), strings.TrimPrefix(set.name, "set=")+"-ns/op")
+			}
+			b.ReportMetric(per(1)/per(0), "swa/full")
+			b.ReportMetric(per(2)/per(0), "mamba/full")
+		})
+	}
 }

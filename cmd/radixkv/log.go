@@ -9,8 +9,9 @@ package main
 //
 // then zero or more settings, each "set NAME VALUE", where NAME is a replay
 // flag (engine, components, page-size, capacity, host-capacity, policy,
-// write-policy, canary, output-tokens) and VALUE its value as replay would
-// take it, or "set source QUOTED" with a Go-quoted description of where
+// write-policy, canary, output-tokens, and for hybrid component sets
+// swa-window, swa-capacity, mamba-chunk, mamba-cap, mamba-capacity) and
+// VALUE its value as replay would take it, or "set source QUOTED" with a Go-quoted description of where
 // the requests came from. Then one line per request, in replay order:
 //
 //	req TIMESTAMP OUTPUT_LENGTH INPUT_LENGTH REF SHARED TOKENS NAMESPACE
@@ -41,6 +42,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/radixkv/radixkv/core"
 	"github.com/radixkv/radixkv/workload"
 )
 
@@ -51,6 +53,12 @@ const logBlock = 512
 
 // loggedSettings are the flags a log records, in the order written.
 var loggedSettings = []string{"engine", "components", "page-size", "capacity", "host-capacity", "policy", "write-policy", "canary", "output-tokens"}
+
+// Settings a log records only with their component.
+var (
+	swaSettings   = []string{"swa-window", "swa-capacity"}
+	mambaSettings = []string{"mamba-chunk", "mamba-cap", "mamba-capacity"}
+)
 
 // settingValue renders the value of a logged flag.
 func (s *settings) settingValue(name string) string {
@@ -73,6 +81,16 @@ func (s *settings) settingValue(name string) string {
 		return strconv.FormatBool(s.canary)
 	case "output-tokens":
 		return strconv.FormatBool(s.outputTokens)
+	case "swa-window":
+		return strconv.Itoa(s.swaWindow)
+	case "swa-capacity":
+		return strconv.Itoa(s.swaCapacity)
+	case "mamba-chunk":
+		return strconv.Itoa(s.mambaChunk)
+	case "mamba-cap":
+		return strconv.Itoa(s.mambaCap)
+	case "mamba-capacity":
+		return strconv.Itoa(s.mambaCapacity)
 	}
 	panic("unknown logged setting " + name)
 }
@@ -99,6 +117,16 @@ func (s *settings) setSetting(name, value string) error {
 		s.canary, err = strconv.ParseBool(value)
 	case "output-tokens":
 		s.outputTokens, err = strconv.ParseBool(value)
+	case "swa-window":
+		s.swaWindow, err = strconv.Atoi(value)
+	case "swa-capacity":
+		s.swaCapacity, err = strconv.Atoi(value)
+	case "mamba-chunk":
+		s.mambaChunk, err = strconv.Atoi(value)
+	case "mamba-cap":
+		s.mambaCap, err = strconv.Atoi(value)
+	case "mamba-capacity":
+		s.mambaCapacity, err = strconv.Atoi(value)
 	default:
 		return fmt.Errorf("unknown setting %q", name)
 	}
@@ -110,7 +138,14 @@ func writeLog(w io.Writer, s *settings, l *loaded) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	fmt.Fprintln(bw, logMagic)
 	fmt.Fprintln(bw, "# radixkv command log: replay it with `radixkv replay --log FILE`")
-	for _, name := range loggedSettings {
+	names := loggedSettings
+	if s.has(core.SWA) {
+		names = append(names[:len(names):len(names)], swaSettings...)
+	}
+	if s.has(core.Mamba) {
+		names = append(names[:len(names):len(names)], mambaSettings...)
+	}
+	for _, name := range names {
 		fmt.Fprintf(bw, "set %s %s\n", name, s.settingValue(name))
 	}
 	fmt.Fprintf(bw, "set source %s\n", strconv.Quote(l.source))

@@ -18,7 +18,23 @@
 // JSONL trace (--trace FILE) or a command log written by record (--log FILE).
 //
 // The device pool holds --capacity tokens (default 200000 for the built-in
-// workload, so that it evicts, and 1000000 for traces). The host tier
+// workload, so that it evicts, and 1000000 for traces).
+//
+// --components chooses the model's cache components: full (full attention
+// only, the default), full,swa (sliding-window attention layers too),
+// full,mamba (recurrent state layers too) or full,swa,mamba. With swa,
+// --swa-window sets the window (default 4096 tokens) and --swa-capacity the
+// SWA pool (default --capacity); each KV slot the controller allocates gets
+// an SWA slot, a request that decodes drops the SWA slots of positions that
+// left its window, and a match needs SWA data for the last window of the
+// prefix. With mamba, every request keeps one state slot (forked from the
+// cached state its match ends on), cached prefixes end on multiples of
+// lcm(--mamba-chunk, --page-size) (default chunk 64), --mamba-cap bounds the
+// states kept per path (default 0, no cap) and --mamba-capacity sizes the
+// state pool (default --capacity / --page-size + 2). The report shows these
+// settings and what the components did (SWA slots freed, evicted and cached,
+// states forked, donated, evicted and cached). Without --output-tokens no
+// request decodes, so no window slides. The host tier
 // (HiCache) is not implemented in core yet, so --host-capacity accepts 0 only
 // and the host hit rate is always 0. The KV canary (--canary, on by default)
 // writes a record derived from (namespace, position, token prefix) into every

@@ -213,7 +213,11 @@ func TestReplay_SettingErrors(t *testing.T) {
 		{"--host-capacity", "1000", "host tier (HiCache) is not implemented in core yet"},
 		{"--policy", "nope", "unknown eviction policy"},
 		{"--page-size", "0", "--page-size 0"},
-		{"--components", "full,swa", "not supported"},
+		{"--components", "swa", "full is required"},
+		{"--components", "full,lora", "unknown component"},
+		{"--components", "full,swa,swa", "listed twice"},
+		{"--swa-window", "512", "applies to the swa component"},
+		{"--mamba-cap", "2", "applies to the mamba component"},
 		{"--write-policy", "sometimes", "write_through or write_back"},
 		{"--engine", "quantum", "unknown engine"},
 	} {
@@ -222,6 +226,83 @@ func TestReplay_SettingErrors(t *testing.T) {
 		require.Empty(t, out)
 		require.Contains(t, errOut, tc.want, tc.flag)
 	}
+}
+
+// TestReplay_ComponentSets replays the built-in workload, with decoded
+// output, through each component set on every engine: the report names
+// the set and its parameters, every engine reports the same numbers, and
+// the canary and the audit pass.
+func TestReplay_ComponentSets(t *testing.T) {
+	for _, set := range []string{"full", "full,swa", "full,mamba", "full,swa,mamba"} {
+		t.Run(set, func(t *testing.T) {
+			var want map[string]any
+			for _, engine := range availableEngines(t) {
+				args := []string{"--engine", engine, "--requests", "120", "--capacity", "30000", "--output-tokens", "--components", set}
+				if strings.Contains(set, "swa") {
+					args = append(args, "--swa-window", "256", "--swa-capacity", "20000")
+				}
+				if strings.Contains(set, "mamba") {
+					args = append(args, "--mamba-chunk", "32", "--mamba-cap", "3", "--mamba-capacity", "64")
+				}
+				m := replayJSON(t, args...)
+				settings := m["settings"].(map[string]any)
+				require.Equal(t, set, settings["components"])
+				require.Equal(t, "ok", m["canary"].(map[string]any)["verdict"])
+				if set == "full" {
+					require.Nil(t, m["hybrid"])
+				} else {
+					require.NotNil(t, m["hybrid"])
+				}
+				if strings.Contains(set, "swa") {
+					require.Equal(t, 256.0, num(t, m, "settings", "swa_window"))
+					require.Equal(t, 20000.0, num(t, m, "settings", "swa_capacity"))
+					require.Positive(t, num(t, m, "hybrid", "swa_window_freed"))
+					require.Positive(t, num(t, m, "hybrid", "cached_swa_tokens"))
+				}
+				if strings.Contains(set, "mamba") {
+					require.Equal(t, 32.0, num(t, m, "settings", "mamba_chunk"))
+					require.Equal(t, 3.0, num(t, m, "settings", "mamba_cap"))
+					require.Equal(t, 64.0, num(t, m, "settings", "mamba_capacity"))
+					require.Positive(t, num(t, m, "hybrid", "mamba_forks"))
+					require.Positive(t, num(t, m, "hybrid", "mamba_evicted"), "64 states are too few for the workload")
+				}
+				m = deterministic(m)
+				delete(m, "engine")
+				if want == nil {
+					want = m
+				}
+				require.Equal(t, want, m, "%s reports what the first engine did", engine)
+			}
+			code, out, errOut := cli(t, "replay", "--engine", "direct", "--requests", "50", "--components", set)
+			require.Equal(t, 0, code, errOut)
+			require.Regexp(t, `(?m)^  cache +`+set+`, page 16`, out)
+			if strings.Contains(set, "swa") {
+				require.Regexp(t, `(?m)^  swa +window 4,096 tokens, SWA pool 200,000 tokens$`, out)
+				require.Regexp(t, `(?m)^swa +[0-9,]+ cached `, out)
+			}
+			if strings.Contains(set, "mamba") {
+				require.Regexp(t, `(?m)^  mamba +chunk 64 tokens, state pool 12,502 states, no per-path cap$`, out)
+				require.Regexp(t, `(?m)^mamba +[0-9,]+ states cached `, out)
+			}
+		})
+	}
+
+	// A hybrid log records the hybrid settings and replays identically.
+	gen := []string{"--engine", "direct", "--requests", "100", "--seed", "3", "--output-tokens", "--capacity", "30000",
+		"--components", "full,swa,mamba", "--swa-window", "128", "--mamba-chunk", "16", "--mamba-capacity", "40"}
+	log := filepath.Join(t.TempDir(), "hybrid.log")
+	code, _, errOut := cli(t, append([]string{"record", "--out", log}, gen...)...)
+	require.Equal(t, 0, code, errOut)
+	data, err := os.ReadFile(log)
+	require.NoError(t, err)
+	for _, line := range []string{"set components full,swa,mamba", "set swa-window 128", "set swa-capacity 30000", "set mamba-chunk 16", "set mamba-cap 0", "set mamba-capacity 40"} {
+		require.Contains(t, string(data), line+"\n")
+	}
+	require.Equal(t, deterministic(replayJSON(t, gen...)), deterministic(replayJSON(t, "--log", log)))
+
+	code, _, errOut = cli(t, "replay", "--engine", "direct", "--requests", "20", "--components", "full,swa", "--swa-capacity", "100")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "SWA capacity too small")
 }
 
 // deterministic drops the fields that depend on timing or on where the

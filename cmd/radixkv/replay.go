@@ -83,12 +83,30 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 		eng.Close()
 		return nil, err
 	}
+	pools := native.NewPoolSet(pool)
+	for _, aux := range []struct {
+		comp     core.Component
+		capacity int
+	}{{core.SWA, s.swaCapacity}, {core.Mamba, s.mambaCapacity}} {
+		if !s.has(aux.comp) {
+			continue
+		}
+		p, err := native.NewMemPool(aux.capacity, slotBytes)
+		if err == nil {
+			err = pools.Set(aux.comp, native.Device, p)
+		}
+		if err != nil {
+			eng.Close()
+			pools.Close()
+			return nil, err
+		}
+	}
 	var lat struct{ arrive, prefill, extend, finish, evict latency }
-	ctl, err := native.NewController(&timedEngine{Engine: eng, evict: &lat.evict}, native.NewPoolSet(pool),
+	ctl, err := native.NewController(&timedEngine{Engine: eng, evict: &lat.evict}, pools,
 		native.ControllerConfig{Canary: s.canary, VerifyMatches: s.canary})
 	if err != nil {
 		eng.Close()
-		pool.Close()
+		pools.Close()
 		return nil, err
 	}
 	defer ctl.Close()
@@ -109,7 +127,7 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 		lat.arrive.add(t1.Sub(t0))
 		if err != nil {
 			bar.abandon()
-			return nil, fmt.Errorf("%s: arrive: %w", l.describe(k), err)
+			return nil, s.lifecycleError(l, k, "arrive", err)
 		}
 		err = ctl.Prefill(r, r.Pending())
 		t2 := time.Now()
@@ -151,7 +169,13 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	bar.finish()
 
 	st := ctl.Stats()
-	rep.Settings.Components = "full"
+	rep.Settings.Components = s.components
+	if s.has(core.SWA) {
+		rep.Settings.SWAWindow, rep.Settings.SWACapacity = s.swaWindow, s.swaCapacity
+	}
+	if s.has(core.Mamba) {
+		rep.Settings.MambaChunk, rep.Settings.MambaCap, rep.Settings.MambaCapacity = s.mambaChunk, s.mambaCap, s.mambaCapacity
+	}
 	rep.Settings.PageSize = cfg.PageSize
 	rep.Settings.Capacity = s.capacity
 	rep.Settings.HostCapacity = s.hostCapacity
@@ -191,6 +215,34 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 		return nil, err
 	}
 	rep.CachedTokens = full + prot
+	if s.has(core.SWA) || s.has(core.Mamba) {
+		hy := &hybridReport{
+			SWAWindowFreed:   int64(st.SWAWindowFreed),
+			SWAEarlyReleases: int64(st.SWAEarlyReleases),
+			SWAEvicted:       int64(st.SWAEvictedSlots),
+			MambaForks:       int64(st.MambaForks),
+			MambaDonated:     int64(st.MambaDonated),
+			MambaEvicted:     int64(st.MambaEvicted),
+		}
+		for _, c := range []struct {
+			comp core.Component
+			dst  *int64
+		}{{core.SWA, &hy.CachedSWATokens}, {core.Mamba, &hy.CachedMambaStates}} {
+			if !s.has(c.comp) {
+				continue
+			}
+			ev, err := ctl.Engine().Evictable(c.comp)
+			if err != nil {
+				return nil, err
+			}
+			pr, err := ctl.Engine().Protected(c.comp)
+			if err != nil {
+				return nil, err
+			}
+			*c.dst = int64(ev + pr)
+		}
+		rep.Hybrid = hy
+	}
 
 	// The audit (tree sanity check plus slot accounting) runs once, after
 	// the timed loop.
@@ -231,7 +283,14 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 // lifecycleError explains a failed allocation in terms of the flags.
 func (s *settings) lifecycleError(l *loaded, k int, op string, err error) error {
 	if errors.Is(err, native.ErrPoolExhausted) {
-		return fmt.Errorf("capacity too small: %s: %s: %w (--capacity %d)", l.describe(k), op, err, s.capacity)
+		flags := fmt.Sprintf("--capacity %d", s.capacity)
+		if s.has(core.SWA) {
+			flags += fmt.Sprintf(", --swa-capacity %d", s.swaCapacity)
+		}
+		if s.has(core.Mamba) {
+			flags += fmt.Sprintf(", --mamba-capacity %d", s.mambaCapacity)
+		}
+		return fmt.Errorf("capacity too small: %s: %s: %w (%s)", l.describe(k), op, err, flags)
 	}
 	return fmt.Errorf("%s: %s: %w", l.describe(k), op, err)
 }

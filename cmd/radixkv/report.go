@@ -31,6 +31,12 @@ type report struct {
 		WritePolicy  string `json:"write_policy"`
 		Canary       bool   `json:"canary"`
 		OutputTokens bool   `json:"output_tokens"`
+		// Hybrid settings, present with their component.
+		SWAWindow     int `json:"swa_window,omitempty"`
+		SWACapacity   int `json:"swa_capacity,omitempty"`
+		MambaChunk    int `json:"mamba_chunk,omitempty"`
+		MambaCap      int `json:"mamba_cap,omitempty"`
+		MambaCapacity int `json:"mamba_capacity,omitempty"`
 	} `json:"settings"`
 
 	Requests       int   `json:"requests"`
@@ -56,7 +62,8 @@ type report struct {
 		Written int64 `json:"written"`
 		Moved   int64 `json:"moved"`
 	} `json:"bytes"`
-	CachedTokens int `json:"cached_tokens"`
+	CachedTokens int           `json:"cached_tokens"`
+	Hybrid       *hybridReport `json:"hybrid,omitempty"`
 
 	Canary struct {
 		Enabled    bool   `json:"enabled"`
@@ -72,6 +79,18 @@ type report struct {
 		TokensPerSec float64 `json:"tokens_per_sec"`
 	} `json:"throughput"`
 	Latency map[string]latencySummary `json:"latency_ns"`
+}
+
+// hybridReport is what the SWA and Mamba components did (hybrid sets only).
+type hybridReport struct {
+	SWAWindowFreed    int64 `json:"swa_window_freed"`    // SWA slots dropped as positions left a request's window
+	SWAEarlyReleases  int64 `json:"swa_early_releases"`  // SWA locks released a window past the cached prefix
+	SWAEvicted        int64 `json:"swa_evicted"`         // SWA slots freed by eviction
+	CachedSWATokens   int64 `json:"cached_swa_tokens"`   // SWA slots the tree holds at the end
+	MambaForks        int64 `json:"mamba_forks"`         // arrivals that forked a cached state
+	MambaDonated      int64 `json:"mamba_donated"`       // request states the tree adopted
+	MambaEvicted      int64 `json:"mamba_evicted"`       // states freed by eviction and per-path caps
+	CachedMambaStates int64 `json:"cached_mamba_states"` // states the tree holds at the end
 }
 
 // latencyOps is the order operations are reported in.
@@ -130,6 +149,16 @@ func (r *report) writeText(w io.Writer) error {
 	p("  engine\t%s", engine)
 	p("  workload\t%s", r.Workload)
 	p("  cache\t%s, page %d, device %s tokens, host %d tokens, policy %s, write policy %s", s.Components, s.PageSize, count(s.Capacity), s.HostCapacity, s.Policy, s.WritePolicy)
+	if s.SWAWindow > 0 {
+		p("  swa\twindow %s tokens, SWA pool %s tokens", count(s.SWAWindow), count(s.SWACapacity))
+	}
+	if s.MambaChunk > 0 {
+		caps := "no per-path cap"
+		if s.MambaCap > 0 {
+			caps = fmt.Sprintf("at most %d per path", s.MambaCap)
+		}
+		p("  mamba\tchunk %d tokens, state pool %s states, %s", s.MambaChunk, count(s.MambaCapacity), caps)
+	}
 	out := "skipped"
 	if s.OutputTokens {
 		out = "appended through Extend"
@@ -148,6 +177,14 @@ func (r *report) writeText(w io.Writer) error {
 	p("prefill tokens saved\t%s\t(computed %s)", count(r.PrefillTokensSaved), count(r.ComputedTokens))
 	p("evictions\t%s nodes\t(%s tokens, %s evict calls)", count(r.Evictions.Nodes), count(r.Evictions.Tokens), count(r.Evictions.Calls))
 	p("cached at end\t%s\t(tokens held by the tree)", count(r.CachedTokens))
+	if hy := r.Hybrid; hy != nil {
+		if s.SWAWindow > 0 {
+			p("swa\t%s cached\t(%s slots left request windows, %s evicted, %s early lock releases)", count(hy.CachedSWATokens), count(hy.SWAWindowFreed), count(hy.SWAEvicted), count(hy.SWAEarlyReleases))
+		}
+		if s.MambaChunk > 0 {
+			p("mamba\t%s states cached\t(%s forked, %s donated, %s evicted)", count(hy.CachedMambaStates), count(hy.MambaForks), count(hy.MambaDonated), count(hy.MambaEvicted))
+		}
+	}
 	p("bytes written\t%s\t(KV canary records)", count(r.Bytes.Written))
 	p("bytes moved\t%s\t(no device<->host copies without a host tier)", count(r.Bytes.Moved))
 	c := &r.Canary

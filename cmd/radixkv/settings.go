@@ -33,6 +33,13 @@ type settings struct {
 	canary       bool
 	outputTokens bool
 
+	// Hybrid models (--components with swa and/or mamba).
+	swaWindow     int
+	swaCapacity   int // 0: --capacity
+	mambaChunk    int
+	mambaCap      int
+	mambaCapacity int // 0: --capacity / --page-size + 2
+
 	trace    string
 	logFile  string
 	seed     uint64
@@ -71,7 +78,12 @@ func (s *settings) workloadFlags(fs *flag.FlagSet, withLog bool) {
 // cacheFlags registers the flags that configure the cache.
 func (s *settings) cacheFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.engine, "engine", "wasm", "engine: wasm (radixkv.wasm under wazero), inprocess (ABI dispatcher in process) or direct (core.Tree)")
-	fs.StringVar(&s.components, "components", "full", "component set (only full is supported today)")
+	fs.StringVar(&s.components, "components", "full", "component `set`: full, full,swa (sliding-window attention), full,mamba (recurrent state) or full,swa,mamba")
+	fs.IntVar(&s.swaWindow, "swa-window", 4096, "SWA sliding window in `tokens` (with swa in --components)")
+	fs.IntVar(&s.swaCapacity, "swa-capacity", 0, "SWA pool size in `tokens` (with swa; default: --capacity, which never runs short before the KV pool)")
+	fs.IntVar(&s.mambaChunk, "mamba-chunk", 64, "Mamba checkpoint chunk in `tokens`: cached prefixes end on multiples of lcm(chunk, page size) (with mamba)")
+	fs.IntVar(&s.mambaCap, "mamba-cap", 0, "Mamba states kept per root path, older ones dropped after each insert; 0: no cap (with mamba)")
+	fs.IntVar(&s.mambaCapacity, "mamba-capacity", 0, "Mamba state pool size in `states` (with mamba; default: --capacity / --page-size + 2, which never runs short before the KV pool)")
 	fs.IntVar(&s.pageSize, "page-size", 16, "page size in tokens (matching granularity)")
 	fs.IntVar(&s.capacity, "capacity", 0, fmt.Sprintf("device KV pool size in `tokens` (default %d for the built-in workload, %d for traces)", defaultGenCapacity, defaultTraceCapacity))
 	fs.IntVar(&s.hostCapacity, "host-capacity", 0, "host KV pool size in `tokens`; the host tier is not implemented in core yet, so only 0 is accepted")
@@ -100,17 +112,60 @@ func (s *settings) parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// coreConfig validates the cache settings and returns the tree's config.
-func (s *settings) coreConfig() (core.Config, error) {
+// componentSet parses --components into core's components, in core's
+// order, and their canonical spelling (e.g. "full,swa").
+func (s *settings) componentSet() ([]core.Component, string, error) {
+	var set core.ComponentSet
 	for _, c := range strings.Split(s.components, ",") {
+		var comp core.Component
 		switch strings.ToLower(strings.TrimSpace(c)) {
 		case "full":
-		case "swa", "mamba":
-			return core.Config{}, fmt.Errorf("--components %s: the %s component is not supported by the command line yet; use full", s.components, c)
+			comp = core.Full
+		case "swa":
+			comp = core.SWA
+		case "mamba":
+			comp = core.Mamba
 		default:
-			return core.Config{}, fmt.Errorf("--components %s: unknown component %q (known: full)", s.components, c)
+			return nil, "", fmt.Errorf("--components %s: unknown component %q (known: full, swa, mamba)", s.components, c)
+		}
+		if set.Has(comp) {
+			return nil, "", fmt.Errorf("--components %s: %s is listed twice", s.components, comp)
+		}
+		set = set.With(comp)
+	}
+	if !set.Has(core.Full) {
+		return nil, "", fmt.Errorf("--components %s: full is required (the sets are full, full,swa, full,mamba and full,swa,mamba)", s.components)
+	}
+	var comps []core.Component
+	var names []string
+	for _, comp := range []core.Component{core.Full, core.SWA, core.Mamba} {
+		if set.Has(comp) {
+			comps = append(comps, comp)
+			names = append(names, comp.String())
 		}
 	}
+	return comps, strings.Join(names, ","), nil
+}
+
+// has reports whether the component set names comp (after coreConfig
+// validated it).
+func (s *settings) has(comp core.Component) bool {
+	comps, _, _ := s.componentSet()
+	for _, c := range comps {
+		if c == comp {
+			return true
+		}
+	}
+	return false
+}
+
+// coreConfig validates the cache settings and returns the tree's config.
+func (s *settings) coreConfig() (core.Config, error) {
+	comps, names, err := s.componentSet()
+	if err != nil {
+		return core.Config{}, err
+	}
+	s.components = names
 	if s.hostCapacity != 0 {
 		return core.Config{}, fmt.Errorf("--host-capacity %d: the host tier (HiCache) is not implemented in core yet; only 0 is accepted", s.hostCapacity)
 	}
@@ -126,11 +181,46 @@ func (s *settings) coreConfig() (core.Config, error) {
 	default:
 		return core.Config{}, fmt.Errorf("--write-policy %q: want write_through or write_back", s.writePolicy)
 	}
-	cfg := core.Config{PageSize: s.pageSize, Policy: s.policy, WritePolicy: wp}
+	cfg := core.Config{PageSize: s.pageSize, Policy: s.policy, WritePolicy: wp, Components: comps}
+	if s.has(core.SWA) {
+		if s.swaWindow < 1 {
+			return core.Config{}, fmt.Errorf("--swa-window %d: must be at least 1", s.swaWindow)
+		}
+		if s.swaCapacity < 0 || int64(s.swaCapacity) > 1<<31-1 {
+			return core.Config{}, fmt.Errorf("--swa-capacity %d out of range [1, 2^31-1]", s.swaCapacity)
+		}
+		cfg.SWAWindow = s.swaWindow
+	} else if err := s.onlyWith("swa", "swa-window", "swa-capacity"); err != nil {
+		return core.Config{}, err
+	}
+	if s.has(core.Mamba) {
+		if s.mambaChunk < 1 {
+			return core.Config{}, fmt.Errorf("--mamba-chunk %d: must be at least 1", s.mambaChunk)
+		}
+		if s.mambaCap < 0 {
+			return core.Config{}, fmt.Errorf("--mamba-cap %d: must not be negative (0: no cap)", s.mambaCap)
+		}
+		if s.mambaCapacity < 0 || int64(s.mambaCapacity) > 1<<31-1 {
+			return core.Config{}, fmt.Errorf("--mamba-capacity %d out of range [1, 2^31-1]", s.mambaCapacity)
+		}
+		cfg.MambaChunkSize, cfg.MambaMaxPathStates = s.mambaChunk, s.mambaCap
+	} else if err := s.onlyWith("mamba", "mamba-chunk", "mamba-cap", "mamba-capacity"); err != nil {
+		return core.Config{}, err
+	}
 	if _, err := core.New(cfg); err != nil {
-		return core.Config{}, fmt.Errorf("invalid cache settings (--page-size %d, --policy %q): %w", s.pageSize, s.policy, err)
+		return core.Config{}, fmt.Errorf("invalid cache settings (--page-size %d, --policy %q, --components %s): %w", s.pageSize, s.policy, s.components, err)
 	}
 	return cfg, nil
+}
+
+// onlyWith rejects flags given explicitly for a component the set lacks.
+func (s *settings) onlyWith(comp string, flags ...string) error {
+	for _, f := range flags {
+		if s.explicit[f] {
+			return fmt.Errorf("--%s applies to the %s component, which --components %s lacks", f, comp, s.components)
+		}
+	}
+	return nil
 }
 
 // loaded is a workload ready to replay.
@@ -195,13 +285,20 @@ func loadTrace(path string) (*loaded, error) {
 	return l, nil
 }
 
-// resolveCapacity fills the default capacity for the workload's source.
+// resolveCapacity fills the default capacities for the workload's source
+// (after coreConfig validated the settings).
 func (s *settings) resolveCapacity(l *loaded) {
 	if s.capacity == 0 {
 		s.capacity = defaultGenCapacity
 		if l.trace {
 			s.capacity = defaultTraceCapacity
 		}
+	}
+	if s.has(core.SWA) && s.swaCapacity == 0 {
+		s.swaCapacity = s.capacity
+	}
+	if s.has(core.Mamba) && s.mambaCapacity == 0 {
+		s.mambaCapacity = s.capacity/max(s.pageSize, 1) + 2
 	}
 }
 
@@ -218,6 +315,15 @@ func (s *settings) checkFits(l *loaded) error {
 			return fmt.Errorf("capacity too small: %s needs %d KV slots (%d input + %d output tokens) but the device pool holds %d tokens (--capacity); use --capacity %d or more",
 				l.describe(k), need, len(r.Tokens), out, s.capacity, need)
 		}
+		// Prefill gives every prompt token an SWA slot; decoding frees
+		// those that leave the window.
+		if need := max(len(r.Tokens), min(len(r.Tokens)+out, s.swaWindow+2*s.pageSize)); s.has(core.SWA) && need > s.swaCapacity {
+			return fmt.Errorf("SWA capacity too small: %s needs %d SWA slots but the SWA pool holds %d tokens (--swa-capacity); use --swa-capacity %d or more",
+				l.describe(k), need, s.swaCapacity, need)
+		}
+	}
+	if s.has(core.Mamba) && s.mambaCapacity < 1 {
+		return fmt.Errorf("Mamba capacity too small: a request needs a state slot but --mamba-capacity is %d", s.mambaCapacity)
 	}
 	return nil
 }

@@ -58,13 +58,154 @@ func putCanary(dst *[CanaryBytes]byte, h uint64, pos int) {
 	binary.LittleEndian.PutUint64(dst[8:16], uint64(pos))
 }
 
+// The record of a Mamba state after the first n atoms of a request is
+// the digest of (ns, tokens[0..n-1]) with n and stateTag in the position
+// word, so it never equals a KV slot's record. A state advances from what
+// its slot holds: one forked from the wrong slot stays wrong, and Verify
+// or a later match that forks it reports the mismatch.
+const stateTag = 1 << 63
+
+func putState(dst *[CanaryBytes]byte, h uint64, n int) {
+	binary.LittleEndian.PutUint64(dst[0:8], h)
+	binary.LittleEndian.PutUint64(dst[8:16], uint64(n)|stateTag)
+}
+
+// putState writes the record of the state after n atoms into slot.
+func (c *Controller) putState(slot int32, h uint64, n int) error {
+	var rec [CanaryBytes]byte
+	putState(&rec, h, n)
+	c.stats.BytesWritten += CanaryBytes
+	return c.hy.mamba.Write(slot, rec[:])
+}
+
+// stateIs reports whether slot holds the record of the state after n
+// atoms with chain value h.
+func (c *Controller) stateIs(slot int32, h uint64, n int) (bool, error) {
+	var want, got [CanaryBytes]byte
+	putState(&want, h, n)
+	if err := c.hy.mamba.Read(slot, got[:]); err != nil {
+		return false, err
+	}
+	return got == want, nil
+}
+
+// verifyState checks a state slot like verifyChain checks KV slots.
+func (c *Controller) verifyState(slot int32, h uint64, n int) error {
+	ok, err := c.stateIs(slot, h, n)
+	c.stats.CanaryChecked++
+	if err == nil && ok {
+		return nil
+	}
+	c.stats.CanaryMismatches++
+	if err != nil {
+		return fmt.Errorf("%w: mamba state slot %d after %d atoms: %v", ErrCanaryMismatch, slot, n, err)
+	}
+	return fmt.Errorf("%w: mamba state slot %d does not hold the state after %d atoms", ErrCanaryMismatch, slot, n)
+}
+
+// stateAt returns the chain value of r's state after its first n atoms,
+// derived from r's running state: when that is not the record it should
+// be, the result is deliberately wrong too.
+func (c *Controller) stateAt(r *Request, n int) (uint64, error) {
+	ok, err := c.stateIs(r.mstate, r.hash, len(r.slots))
+	if err != nil {
+		return 0, err
+	}
+	var h uint64
+	switch n {
+	case len(r.slots):
+		h = r.hash
+	case r.ckLen:
+		h = r.ckHash
+	default:
+		h = canarySeed(r.ns)
+		for _, t := range r.tokens[:n] {
+			h = canaryStep(h, t)
+		}
+	}
+	if !ok {
+		h = ^h
+	}
+	return h, nil
+}
+
+// writeComputed writes the records of r's slots from start on (and of
+// the SWA slots they map to), advances r's chain and its Mamba state, and
+// tracks the state's last checkpoint.
+func (c *Controller) writeComputed(r *Request, start int) error {
+	h, old := r.hash, r.hash
+	swa, grid := c.hy.swa, c.hy.grid
+	for i := start; i < len(r.slots); i++ {
+		h = canaryStep(h, r.tokens[i])
+		putCanary(&c.want, h, i)
+		if err := c.kv.Write(r.slots[i], c.want[:]); err != nil {
+			return err
+		}
+		if swa != nil {
+			if err := swa.Write(c.hy.swaOf[r.slots[i]], c.want[:]); err != nil {
+				return err
+			}
+		}
+		if grid > 0 && (i+1)%grid == 0 {
+			r.ckLen, r.ckHash = i+1, h
+		}
+	}
+	r.hash = h
+	n := len(r.slots) - start
+	c.stats.BytesWritten += uint64(n * CanaryBytes)
+	if swa != nil {
+		c.stats.BytesWritten += uint64(n * CanaryBytes)
+	}
+	if r.mstate >= 0 {
+		ok, err := c.stateIs(r.mstate, old, start)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			h = ^h
+		}
+		return c.putState(r.mstate, h, len(r.slots))
+	}
+	return nil
+}
+
+// swaWindow names up to two position ranges whose SWA slots a check
+// covers as well; the zero value covers none.
+type swaWindow struct{ lo, hi, lo2, hi2 int }
+
+func (w swaWindow) has(i int) bool { return (i >= w.lo && i < w.hi) || (i >= w.lo2 && i < w.hi2) }
+
+// matchWindow covers the last window of a matched prefix of n atoms: the
+// SWA KV a hit promises.
+func (h *hybrid) matchWindow(n int) swaWindow {
+	if h.swa == nil {
+		return swaWindow{}
+	}
+	return swaWindow{lo: max(0, n-h.window), hi: n}
+}
+
+// requestWindow covers what r still holds: its own positions inside its
+// window, and the locked window above its protected prefix unless that
+// lock was released early.
+func (h *hybrid) requestWindow(r *Request) swaWindow {
+	if h.swa == nil {
+		return swaWindow{}
+	}
+	w := swaWindow{lo: max(r.swaEvicted, r.protected), hi: len(r.slots)}
+	if !r.swaReleased {
+		w.lo2, w.hi2 = max(0, r.protected-h.window), r.protected
+	}
+	return w
+}
+
 // verifyChain checks that slots[i] holds the record of tokens[:i+1] for
-// every i < len(slots), starting from chain value h at position 0. It
-// returns the chain value after len(slots) tokens, the number of bad
-// slots and an error naming the first one. Call with c.mu held.
-func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, slots []int32) (uint64, int, error) {
+// every i < len(slots), starting from chain value h at position 0, and
+// that the SWA slots of the positions in w hold it too. It returns the
+// chain value after len(slots) tokens, the number of bad slots and an
+// error naming the first one. Call with c.mu held.
+func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, slots []int32, w swaWindow) (uint64, int, error) {
 	var first error
-	bad := 0
+	bad, checked := 0, len(slots)
 	for i, s := range slots {
 		h = canaryStep(h, tokens[i])
 		putCanary(&c.want, h, i)
@@ -81,9 +222,36 @@ func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, s
 				first = fmt.Errorf("%w: namespace %+v position %d slot %d holds %x, want %x",
 					ErrCanaryMismatch, ns, i, s, c.got, c.want)
 			}
+			continue
+		}
+		if w.hi > 0 && w.has(i) {
+			checked++
+			if err := c.verifySWASlot(ns, i, s); err != nil {
+				bad++
+				if first == nil {
+					first = err
+				}
+			}
 		}
 	}
-	c.stats.CanaryChecked += uint64(len(slots))
+	c.stats.CanaryChecked += uint64(checked)
 	c.stats.CanaryMismatches += uint64(bad)
 	return h, bad, first
+}
+
+// verifySWASlot checks that Full slot s (position i) maps to an SWA slot
+// holding c.want.
+func (c *Controller) verifySWASlot(ns core.Namespace, i int, s int32) error {
+	sw := c.hy.mapping(s)
+	if sw < 0 {
+		return fmt.Errorf("%w: namespace %+v position %d: full slot %d maps to no SWA slot", ErrCanaryMismatch, ns, i, s)
+	}
+	if err := c.hy.swa.Read(sw, c.got[:]); err != nil {
+		return fmt.Errorf("%w: position %d, SWA slot %d: %v", ErrCanaryMismatch, i, sw, err)
+	}
+	if c.got != c.want {
+		return fmt.Errorf("%w: namespace %+v position %d SWA slot %d (of full slot %d) holds %x, want %x",
+			ErrCanaryMismatch, ns, i, sw, s, c.got, c.want)
+	}
+	return nil
 }

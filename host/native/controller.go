@@ -38,6 +38,14 @@ type Stats struct {
 	BytesWritten     uint64 // canary bytes written into slots
 	CanaryChecked    uint64 // slots whose canary was verified
 	CanaryMismatches uint64 // slots whose canary was wrong
+
+	// Hybrid trees (SWA, Mamba); zero otherwise.
+	SWAWindowFreed   uint64 // SWA slots requests dropped as positions left their window
+	SWAEarlyReleases uint64 // SWA locks released early (UnlockSWA) by running requests
+	SWAEvictedSlots  uint64 // SWA slots freed by eviction (any trigger)
+	MambaForks       uint64 // arrivals that forked a cached Mamba state (copy on write)
+	MambaDonated     uint64 // request states the tree adopted (Finish, FinishChunk)
+	MambaEvicted     uint64 // Mamba states freed by eviction and per-path caps
 }
 
 // Controller runs the request lifecycle over an Engine and the pools:
@@ -62,6 +70,8 @@ type Controller struct {
 	live  int // running requests
 	stats Stats
 
+	hy hybrid // SWA and Mamba pools and accounting; zero for {full}
+
 	acts     []core.Action
 	matchBuf []int32
 	// Buffers of finished requests, reused by the next arrivals: a fresh
@@ -74,8 +84,9 @@ type Controller struct {
 }
 
 // NewController returns a controller that owns eng and pools (Close
-// closes both). pools must hold the Full device pool, with at least
-// CanaryBytes per slot when the canary is on.
+// closes both). pools must hold the Full device pool, and the SWA and
+// Mamba device pools when the engine's tree has those components, each
+// with at least CanaryBytes per slot when the canary is on.
 // Errors: ErrInvalidArgument, ErrNoPool.
 func NewController(eng Engine, pools Pools, cfg ControllerConfig) (*Controller, error) {
 	if eng == nil || pools == nil {
@@ -95,7 +106,11 @@ func NewController(eng Engine, pools Pools, cfg ControllerConfig) (*Controller, 
 	if ecfg.HostTier {
 		return nil, fmt.Errorf("%w: the engine has a host tier", ErrHostTier)
 	}
-	return &Controller{eng: eng, pools: pools, kv: kv, cfg: cfg, page: ecfg.PageSize, bigram: ecfg.Bigram}, nil
+	c := &Controller{eng: eng, pools: pools, kv: kv, cfg: cfg, page: ecfg.PageSize, bigram: ecfg.Bigram}
+	if err := c.hy.init(ecfg, pools, kv, cfg.Canary); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Request is one request's cache state: its tokens, one slot per computed
@@ -115,6 +130,20 @@ type Request struct {
 	rcpt      core.Receipt
 	hash      uint64 // canary chain over tokens[:len(slots)]
 	done      bool
+
+	// SWA: the request holds SWA slots for its own positions from
+	// max(swaEvicted, protected) on; those before swaEvicted left its
+	// window and were freed. swaReleased: UnlockSWA released the SWA part
+	// of rcpt early.
+	swaEvicted  int
+	swaReleased bool
+	swaBranch   int // SWABranchingSeqlen of the arrival match (0: none)
+	mambaBranch int // MambaBranchingSeqlen of the arrival match (0: none)
+	// Mamba: the request's running state slot (-1: none) and the canary
+	// chain at the last checkpoint length (a multiple of the grid).
+	mstate int32
+	ckLen  int
+	ckHash uint64
 }
 
 // Namespace returns the request's namespace.
@@ -145,6 +174,19 @@ func (r *Request) Pending() int { return len(r.tokens) - len(r.slots) }
 
 // Done reports whether the request was finished or aborted.
 func (r *Request) Done() bool { return r.done }
+
+// SWAEvictedLen is, in SWA trees, the page-aligned length below which the
+// request no longer holds SWA slots for its own positions (they left the
+// sliding window and were freed); it is the insert's SWAEvictedSeqlen.
+func (r *Request) SWAEvictedLen() int { return r.swaEvicted }
+
+// SWAReleased reports whether the SWA part of the request's lock was
+// released early (the request moved a window past its locked prefix).
+func (r *Request) SWAReleased() bool { return r.swaReleased }
+
+// MambaSlot is, in Mamba trees, the request's own state slot (forked from
+// the cache on arrival, or fresh); -1 otherwise and after Finish or Abort.
+func (r *Request) MambaSlot() int32 { return r.mstate }
 
 // alignedAtoms is the page-aligned atom count of n tokens.
 func (c *Controller) alignedAtoms(n int) int {
@@ -180,7 +222,7 @@ func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error
 	if c.closed {
 		return nil, fmt.Errorf("%w: controller", ErrClosed)
 	}
-	r := &Request{c: c, ns: ns, tokens: append(c.spareTokenBuf(len(tokens)), tokens...)}
+	r := &Request{c: c, ns: ns, tokens: append(c.spareTokenBuf(len(tokens)), tokens...), mstate: -1}
 	m, err := c.eng.Match(c.spareSlotBuf(len(tokens)), ns, tokens)
 	if err != nil {
 		c.recycle(r.tokens, nil)
@@ -194,8 +236,13 @@ func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error
 		r.hash = canarySeed(ns)
 		if c.cfg.VerifyMatches {
 			var bad int
-			if r.hash, bad, err = c.verifyChain(ns, r.hash, r.tokens, r.slots); bad > 0 {
+			if r.hash, bad, err = c.verifyChain(ns, r.hash, r.tokens, r.slots, c.hy.matchWindow(m.DeviceLen)); bad > 0 {
 				return nil, err
+			}
+			if c.hy.mamba != nil && m.MambaSlot >= 0 {
+				if err := c.verifyState(m.MambaSlot, r.hash, m.DeviceLen); err != nil {
+					return nil, err
+				}
 			}
 		} else {
 			for _, t := range r.tokens[:len(r.slots)] {
@@ -209,6 +256,20 @@ func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error
 	}
 	r.last, r.rcpt = m.LastDevice, rc
 	r.protected, r.cached = m.DeviceLen, m.DeviceLen
+	if c.hy.swa != nil && m.SWABranchingSeqlen > 0 {
+		r.swaBranch = m.SWABranchingSeqlen
+	}
+	if c.hy.mamba != nil && m.MambaBranchingSeqlen > 0 {
+		r.mambaBranch = m.MambaBranchingSeqlen
+	}
+	if c.hy.mamba != nil {
+		// The lock protects the state to fork while the pool makes room.
+		if err := c.forkState(r, m.MambaSlot); err != nil {
+			err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, false))
+			c.recycle(r.tokens, r.slots)
+			return nil, err
+		}
+	}
 	c.live++
 	c.stats.Requests++
 	c.stats.InputTokens += uint64(len(tokens))
@@ -251,6 +312,11 @@ func (c *Controller) computeLocked(r *Request, n int) error {
 	if n == 0 {
 		return nil
 	}
+	if c.hy.swa != nil {
+		if err := c.slideWindow(r); err != nil {
+			return err
+		}
+	}
 	start := len(r.slots)
 	slots, err := c.allocLocked(r.slots, n)
 	if err != nil {
@@ -258,54 +324,69 @@ func (c *Controller) computeLocked(r *Request, n int) error {
 	}
 	r.slots = slots
 	c.owned += n
+	c.hy.ownedSWA += c.hy.swaN(n)
 	c.stats.ComputedTokens += uint64(n)
 	if c.cfg.Canary {
-		h := r.hash
-		for i := start; i < len(r.slots); i++ {
-			h = canaryStep(h, r.tokens[i])
-			putCanary(&c.want, h, i)
-			if err := c.kv.Write(r.slots[i], c.want[:]); err != nil {
-				return err
-			}
-		}
-		r.hash = h
-		c.stats.BytesWritten += uint64(n * CanaryBytes)
+		return c.writeComputed(r, start)
 	}
 	return nil
 }
 
 // allocLocked appends n device Full slots to dst, evicting first when the
-// pool is short. Nothing is evicted when even eviction could not help.
+// pool is short; in SWA trees each new Full slot is mapped to a fresh SWA
+// slot. Nothing is evicted when even eviction could not help.
 func (c *Controller) allocLocked(dst []int32, n int) ([]int32, error) {
-	avail := c.kv.Available()
-	if avail < n {
-		evictable, err := c.eng.Evictable(core.Full)
-		if err != nil {
-			return dst, err
+	if err := c.ensure(core.Full, c.kv, n); err != nil {
+		return dst, err
+	}
+	if c.hy.swa == nil {
+		return c.kv.Alloc(dst, n)
+	}
+	if err := c.ensure(core.SWA, c.hy.swa, n); err != nil {
+		return dst, err
+	}
+	return c.hy.allocMapped(c.kv, dst, n)
+}
+
+// ensure makes n slots of component comp's device pool p available,
+// asking the tree to evict when it is short.
+func (c *Controller) ensure(comp core.Component, p Pool, n int) error {
+	avail := p.Available()
+	if avail >= n {
+		return nil
+	}
+	evictable, err := c.eng.Evictable(comp)
+	if err != nil {
+		return err
+	}
+	if avail+evictable < n {
+		protected, _ := c.eng.Protected(comp)
+		what, owned := "KV", c.owned
+		switch comp {
+		case core.SWA:
+			what, owned = "SWA", c.hy.ownedSWA
+		case core.Mamba:
+			what, owned = "Mamba state", c.hy.ownedMamba
 		}
-		if avail+evictable < n {
-			protected, _ := c.eng.Protected(core.Full)
-			return dst, fmt.Errorf("%w: %d KV slots needed, %d free and %d evictable of %d; %d are locked by running requests and %d owned by them",
-				ErrPoolExhausted, n, avail, evictable, c.kv.Capacity(), protected, c.owned)
-		}
-		acts, freed, err := c.eng.Evict(core.Full, n-avail, c.acts[:0])
-		if err != nil {
-			return dst, err
-		}
-		for _, a := range acts {
-			if a.Kind == core.ActionFreeDeviceSlots && a.Component == core.Full {
-				c.stats.EvictedNodes++
-			}
-		}
-		c.stats.EvictedTokens += uint64(freed)
-		err = c.execute(acts)
-		clear(acts)
-		c.acts = acts[:0]
-		if err != nil {
-			return dst, err
+		return fmt.Errorf("%w: %d %s slots needed, %d free and %d evictable of %d; %d are locked by running requests and %d owned by them",
+			ErrPoolExhausted, n, what, avail, evictable, p.Capacity(), protected, owned)
+	}
+	acts, freed, err := c.eng.Evict(comp, n-avail, c.acts[:0])
+	if err != nil {
+		return err
+	}
+	for _, a := range acts {
+		if a.Kind == core.ActionFreeDeviceSlots && a.Component == core.Full {
+			c.stats.EvictedNodes++
 		}
 	}
-	return c.kv.Alloc(dst, n)
+	if comp == core.Full {
+		c.stats.EvictedTokens += uint64(freed)
+	}
+	err = c.execute(acts)
+	clear(acts)
+	c.acts = acts[:0]
+	return err
 }
 
 // execute runs actions in order. A failing action does not stop the
@@ -322,25 +403,53 @@ func (c *Controller) execute(acts []core.Action) error {
 
 func (c *Controller) executeOne(a *core.Action) error {
 	switch a.Kind {
-	case core.ActionFreeDeviceKV, core.ActionFreeDeviceKVFullOnly:
-		// With an SWA pool, FreeDeviceKV would also free the SWA slots
-		// these Full slots map to; Full-only trees have no mapping.
-		return c.freeSlots(c.kv, a.Slots)
+	case core.ActionFreeDeviceKV:
+		return c.freeKV(a.Slots, true)
+	case core.ActionFreeDeviceKVFullOnly:
+		return c.freeKV(a.Slots, false)
 	case core.ActionFreeDeviceSlots:
-		if a.Component == core.SWA {
-			return fmt.Errorf("%w: %v needs the full-to-SWA slot mapping", ErrNoPool, *a)
+		switch a.Component {
+		case core.Full:
+			return c.freeKV(a.Slots, false)
+		case core.SWA:
+			if c.hy.swa == nil {
+				return fmt.Errorf("%w: %v needs the full-to-SWA slot mapping", ErrNoPool, *a)
+			}
+			c.stats.SWAEvictedSlots += uint64(len(a.Slots))
+			return c.freeSWAOf(a.Slots)
+		case core.Mamba:
+			if c.hy.mamba == nil {
+				return fmt.Errorf("%w: %v: no mamba device pool", ErrNoPool, *a)
+			}
+			c.stats.MambaEvicted += uint64(len(a.Slots))
+			return c.freeSlots(c.hy.mamba, a.Slots)
 		}
-		p := c.pools.Pool(a.Component, Device)
-		if p == nil {
-			return fmt.Errorf("%w: %v: no %s device pool", ErrNoPool, *a, a.Component)
-		}
-		return c.freeSlots(p, a.Slots)
+		return fmt.Errorf("%w: %v: no %s device pool", ErrNoPool, *a, a.Component)
 	case core.ActionFreeHostSlots:
 		p := c.pools.Pool(a.Component, Host)
 		if p == nil {
 			return fmt.Errorf("%w: %v", ErrHostTier, *a)
 		}
 		return c.freeSlots(p, a.Slots)
+	case core.ActionSWARebuild:
+		if c.hy.swa == nil {
+			return fmt.Errorf("%w: %v needs the full-to-SWA slot mapping", ErrNoPool, *a)
+		}
+		return c.hy.checkMapped(a.Slots, "SWARebuild")
+	case core.ActionRecoverSWAWithLockedFull:
+		if c.hy.swa == nil {
+			return fmt.Errorf("%w: %v needs the full-to-SWA slot mapping", ErrNoPool, *a)
+		}
+		if err := c.hy.remap(a.Slots, a.Incoming); err != nil {
+			return err
+		}
+		return c.freeKV(a.Incoming, false)
+	case core.ActionMambaEvictExcessPathStates:
+		if c.hy.mamba == nil {
+			return fmt.Errorf("%w: %v: no mamba device pool", ErrNoPool, *a)
+		}
+		acts, err := c.eng.EvictExcessPathStates(a.Node)
+		return errors.Join(err, c.execute(acts))
 	case core.ActionBackupKV, core.ActionReplaceWriteThroughOnSplit:
 		return fmt.Errorf("%w: cannot execute %v", ErrHostTier, *a)
 	}
@@ -353,7 +462,7 @@ func (c *Controller) freeSlots(p Pool, slots []int32) error {
 	if len(slots) == 0 {
 		return nil
 	}
-	if c.cfg.Canary && p == c.kv {
+	if c.cfg.Canary && (p == c.kv || p == c.hy.swa || p == c.hy.mamba) {
 		for _, s := range slots {
 			if err := p.Write(s, c.zero[:]); err != nil {
 				return err
@@ -370,14 +479,20 @@ func (c *Controller) freeSlots(p Pool, slots []int32) error {
 // insertLocked inserts tokens[:upto] of r with PrevPrefixLen = r's
 // protected prefix, executing every step's actions. clean reports a
 // failure that left the tree and the pools untouched.
-func (c *Controller) insertLocked(r *Request, upto int, chunked bool) (res core.InsertResult, clean bool, err error) {
-	step, err := c.eng.BeginInsert(core.InsertParams{
+func (c *Controller) insertLocked(r *Request, upto int, chunked bool, mslot int32) (res core.InsertResult, clean bool, err error) {
+	p := core.InsertParams{
 		Namespace:     r.ns,
 		Tokens:        r.tokens[:upto],
 		Slots:         r.slots[:upto],
 		PrevPrefixLen: r.protected,
 		Chunked:       chunked,
-	})
+		MambaSlot:     mslot,
+	}
+	if c.hy.swa != nil {
+		p.SWAEvictedSeqlen = r.swaEvicted
+		p.SWABranchingSeqlen = r.swaBranch
+	}
+	step, err := c.eng.BeginInsert(p)
 	if err != nil {
 		if len(step.Actions) == 0 {
 			return res, true, err
@@ -401,18 +516,24 @@ func (c *Controller) insertLocked(r *Request, upto int, chunked bool) (res core.
 }
 
 // abandonLocked ends a request whose insert failed part-way: the slots it
-// owned may now belong to the tree, so they are not freed; its lock is
-// released.
+// owned (and its Mamba state) may now belong to the tree, so they are not
+// freed; its lock is released.
 func (c *Controller) abandonLocked(r *Request) error {
-	err := c.eng.Unlock(r.last, r.rcpt, false)
+	err := c.eng.Unlock(r.last, r.rcpt, r.swaReleased)
 	c.retire(r)
 	return err
 }
 
-// retire marks r done: the slots it owned past its protected prefix have
-// been freed or handed to the tree, and its buffers go to later arrivals.
+// retire marks r done: the slots it owned past its protected prefix (and
+// its Mamba state) have been freed or handed to the tree, and its buffers
+// go to later arrivals.
 func (c *Controller) retire(r *Request) {
 	c.owned -= len(r.slots) - r.protected
+	c.hy.ownedSWA -= r.ownSWA()
+	if r.mstate >= 0 {
+		c.hy.ownedMamba--
+		r.mstate = -1
+	}
 	c.live--
 	r.done = true
 	c.recycle(r.tokens, r.slots)
@@ -424,6 +545,13 @@ func (c *Controller) retire(r *Request) {
 // returns (freeing incoming slots the tree already holds), frees the
 // slots of the ragged tail past the last whole page, and releases r's
 // lock. r is done afterwards.
+//
+// In SWA trees the insert is told how far r dropped SWA slots
+// (SWAEvictedLen). In Mamba trees the inserted part ends on the last
+// state checkpoint (a multiple of lcm(MambaChunkSize, PageSize)), r's
+// state is donated for it (and freed when the tree already holds one),
+// and a prefix where r's match stopped short of a state is cached with a
+// state first.
 // Errors: ErrRequestDone, engine and pool errors. A failure before the
 // tree changed leaves r running (Abort it); a later one ends r.
 func (c *Controller) Finish(r *Request) error {
@@ -433,15 +561,35 @@ func (c *Controller) Finish(r *Request) error {
 		return err
 	}
 	computed := len(r.slots)
-	res, clean, err := c.insertLocked(r, computed, false)
+	if err := c.cacheMambaBranch(r); err != nil {
+		return err
+	}
+	upto, mslot, moved := computed, int32(-1), false
+	if c.hy.mamba != nil {
+		// Only a prefix that ends on a state checkpoint can be cached.
+		n := max(c.hy.mambaAtoms(c, computed), r.protected)
+		upto, mslot = c.tokensFor(n), r.mstate
+		var err error
+		if moved, err = c.checkpointState(r, n); err != nil {
+			return err
+		}
+	}
+	res, clean, err := c.insertLocked(r, upto, false, mslot)
 	if err != nil {
 		if clean {
+			if moved {
+				_ = c.putState(mslot, r.hash, computed) // back to the running state
+			}
 			return err
 		}
 		return errors.Join(err, c.abandonLocked(r))
 	}
-	err = c.freeSlots(c.kv, r.slots[res.TotalLen:computed])
-	err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, false))
+	if mslot >= 0 {
+		err = c.settleDonation(mslot, res)
+		r.mstate = -1
+	}
+	err = errors.Join(err, c.freeOwned(r, res.TotalLen, computed))
+	err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, r.swaReleased))
 	c.retire(r)
 	c.stats.Finished++
 	return err
@@ -453,9 +601,12 @@ func (c *Controller) Finish(r *Request) error {
 // into r, moves r's lock to the new last node and makes the prefix r's
 // protected prefix. Tokens past the aligned part keep their own slots.
 // When upto adds no whole page beyond the protected prefix nothing
-// happens.
-// Errors: ErrInvalidArgument (upto outside [0, Computed]),
-// ErrRequestDone, engine and pool errors (as Finish).
+// happens. In Mamba trees the chunk ends on the last state checkpoint
+// before upto and the tree gets a copy of the state there; in SWA trees a
+// chunk must end a whole window past the positions r dropped SWA slots
+// for (ErrInvalidArgument otherwise), or its re-match could not reach it.
+// Errors: ErrInvalidArgument (upto outside [0, Computed], or the SWA
+// window as above), ErrRequestDone, engine and pool errors (as Finish).
 func (c *Controller) FinishChunk(r *Request, upto int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -465,15 +616,45 @@ func (c *Controller) FinishChunk(r *Request, upto int) error {
 	if upto < 0 || upto > len(r.slots) {
 		return fmt.Errorf("%w: chunk end %d outside the %d computed tokens", ErrInvalidArgument, upto, len(r.slots))
 	}
-	if c.alignedAtoms(upto) <= r.protected {
+	return c.finishChunkLocked(r, upto)
+}
+
+// finishChunkLocked is FinishChunk with c.mu held and upto checked.
+func (c *Controller) finishChunkLocked(r *Request, upto int) error {
+	want := c.alignedAtoms(upto)
+	if c.hy.mamba != nil {
+		want = c.hy.mambaAtoms(c, upto)
+		upto = c.tokensFor(want)
+	}
+	if want <= r.protected {
 		return nil
 	}
-	res, clean, err := c.insertLocked(r, upto, true)
+	if err := c.hy.checkChunkWindow(r, want); err != nil {
+		return err
+	}
+	mslot := int32(-1)
+	if c.hy.mamba != nil {
+		// The tree gets a copy of the state at the chunk's end; the
+		// request keeps running on its own.
+		var err error
+		if mslot, err = c.snapshotState(r, want); err != nil {
+			return err
+		}
+	}
+	res, clean, err := c.insertLocked(r, upto, true, mslot)
 	if err != nil {
 		if clean {
+			if mslot >= 0 {
+				err = errors.Join(err, c.dropState(mslot))
+			}
 			return err
 		}
 		return errors.Join(err, c.abandonLocked(r))
+	}
+	if mslot >= 0 {
+		if err := c.settleDonation(mslot, res); err != nil {
+			return errors.Join(err, c.abandonLocked(r))
+		}
 	}
 	a := res.TotalLen
 	m, err := c.eng.Match(c.matchBuf[:0], r.ns, r.tokens[:upto])
@@ -494,16 +675,22 @@ func (c *Controller) FinishChunk(r *Request, upto int) error {
 	if err != nil {
 		return errors.Join(err, c.abandonLocked(r))
 	}
-	if err := c.eng.Unlock(r.last, r.rcpt, false); err != nil {
-		r.last, r.rcpt = m.LastDevice, rc
+	if err := c.eng.Unlock(r.last, r.rcpt, r.swaReleased); err != nil {
+		r.last, r.rcpt, r.swaReleased = m.LastDevice, rc, false
 		return errors.Join(err, c.abandonLocked(r))
 	}
 	c.owned -= a - r.protected
-	r.protected, r.last, r.rcpt = a, m.LastDevice, rc
+	c.hy.ownedSWA -= r.ownSWA()
+	r.protected, r.last, r.rcpt, r.swaReleased = a, m.LastDevice, rc, false
+	c.hy.ownedSWA += r.ownSWA()
 	c.stats.ChunkFinishes++
 	if c.cfg.VerifyMatches {
-		if _, bad, err := c.verifyChain(r.ns, canarySeed(r.ns), r.tokens, r.slots[:a]); bad > 0 {
+		h, bad, err := c.verifyChain(r.ns, canarySeed(r.ns), r.tokens, r.slots[:a], c.hy.matchWindow(a))
+		if bad > 0 {
 			return err
+		}
+		if c.hy.mamba != nil && m.MambaSlot >= 0 {
+			return c.verifyState(m.MambaSlot, h, a)
 		}
 	}
 	return nil
@@ -518,8 +705,12 @@ func (c *Controller) Abort(r *Request) error {
 	if err := c.usable(r); err != nil {
 		return err
 	}
-	err := c.freeSlots(c.kv, r.slots[r.protected:])
-	err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, false))
+	err := c.freeOwned(r, r.protected, len(r.slots))
+	if r.mstate >= 0 {
+		err = errors.Join(err, c.dropState(r.mstate))
+		r.mstate = -1
+	}
+	err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, r.swaReleased))
 	c.retire(r)
 	c.stats.Aborted++
 	return err
@@ -568,13 +759,17 @@ func (c *Controller) Verify(r *Request) error {
 	if !c.cfg.Canary {
 		return fmt.Errorf("%w: the canary is off", ErrInvalidArgument)
 	}
-	_, _, err := c.verifyChain(r.ns, canarySeed(r.ns), r.tokens, r.slots)
+	h, _, err := c.verifyChain(r.ns, canarySeed(r.ns), r.tokens, r.slots, c.hy.requestWindow(r))
+	if err == nil && r.mstate >= 0 {
+		err = c.verifyState(r.mstate, h, len(r.slots))
+	}
 	return err
 }
 
 // VerifyMatch checks that slots[i] holds the canary record of
 // tokens[:i+1] in ns for every i < len(slots), e.g. the Indices of a
-// match.
+// match. In SWA trees the SWA slots the last window of slots map to must
+// hold the same records (what a match promises).
 // Errors: ErrInvalidArgument (canary off, more slots than tokens),
 // ErrCanaryMismatch.
 func (c *Controller) VerifyMatch(ns core.Namespace, tokens []uint32, slots []int32) error {
@@ -589,7 +784,7 @@ func (c *Controller) VerifyMatch(ns core.Namespace, tokens []uint32, slots []int
 	if len(slots) > len(tokens) {
 		return fmt.Errorf("%w: %d slots for %d tokens", ErrInvalidArgument, len(slots), len(tokens))
 	}
-	_, _, err := c.verifyChain(ns, canarySeed(ns), tokens, slots)
+	_, _, err := c.verifyChain(ns, canarySeed(ns), tokens, slots, c.hy.matchWindow(len(slots)))
 	return err
 }
 
@@ -610,8 +805,12 @@ func (c *Controller) Match(dst []int32, ns core.Namespace, tokens []uint32) ([]i
 
 // Audit runs the engine's sanity check and verifies that every slot of
 // the Full device pool is accounted for: free in the pool, cached in the
-// tree (evictable or protected) or owned by a running request.
-// Errors: ErrAccounting, core.ErrSanity.
+// tree (evictable or protected) or owned by a running request. In hybrid
+// trees it does the same for the SWA and Mamba pools, checks that the
+// Full→SWA mapping names each allocated SWA slot exactly once, and, with
+// the canary, that every mapped pair holds the same record (a wrong remap
+// or free shows up here).
+// Errors: ErrAccounting, ErrSWAMapping, ErrCanaryMismatch, core.ErrSanity.
 func (c *Controller) Audit() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -633,7 +832,7 @@ func (c *Controller) Audit() error {
 		return fmt.Errorf("%w: %d free + %d evictable + %d protected + %d owned by %d running requests = %d, capacity %d",
 			ErrAccounting, avail, ev, pr, c.owned, c.live, avail+ev+pr+c.owned, capa)
 	}
-	return nil
+	return c.auditHybrid()
 }
 
 // TakeEvents drains the engine's KV cache events (see Engine.TakeEvents)

@@ -59,9 +59,10 @@
 // never-allocated slot fails the whole call and changes nothing.
 //
 // [Pools] names one pool per (component, [Tier]); [PoolSet] is the plain
-// table. The controller needs the Full device pool and looks the others
-// up when an action names them, so SWA, Mamba and host pools, and device
-// pools from other packages (CUDA), plug in behind the same interfaces.
+// table. The controller needs the Full device pool, and the SWA and Mamba
+// device pools when the tree has those components; it looks host pools up
+// when an action names them. Device pools from other packages (CUDA) plug
+// in behind the same interfaces.
 //
 // # Request lifecycle
 //
@@ -81,6 +82,43 @@
 // [Controller.Audit] checks that these add up to the pool's capacity and
 // runs the tree's sanity check.
 //
+// # Hybrid trees (SWA, Mamba)
+//
+// When the engine's tree has the SWA or Mamba component, the controller
+// needs that component's device pool as well (Pools, ErrNoPool otherwise).
+//
+// SWA: the tree stores an SWA value in the node's Full slots, so the
+// controller keeps a Full→SWA slot mapping: every Full slot it allocates
+// gets an SWA slot (evicting SWA data when the SWA pool is short). A
+// running request drops the SWA slots of its own positions a window
+// (rounded up to pages) before its aligned end, each time it computes
+// more tokens, and tells the insert how far it got (SWAEvictedSeqlen);
+// once that point passes its locked prefix it releases the SWA part of
+// its lock early (Engine.UnlockSWA, then Unlock with skipSWA). A request
+// whose match stopped at an SWA tombstone (SWABranchingSeqlen) caches
+// that prefix, as a chunk, before its window slides past it, so the
+// tombstone gets SWA data again. FreeDeviceKV frees Full slots and their
+// SWA slots, FreeDeviceKVFullOnly and Full evictions free Full slots only
+// (their SWA side must already be gone), an SWA FreeDeviceSlots frees the
+// SWA slots its Full slots map to, SWARebuild checks the mapping, and
+// RecoverSWAWithLockedFull moves the incoming slots' SWA slots under the
+// kept Full slots and frees the incoming Full slots; anything else is
+// ErrSWAMapping.
+//
+// Mamba: each request owns one state slot, a copy of the state its match
+// ended on (MatchResult.MambaSlot; the tree's state is never written) or
+// a fresh one. Cached prefixes end on state checkpoints, multiples of
+// lcm(MambaChunkSize, PageSize): Finish inserts up to the last one and
+// donates the request's state (the host is assumed to track the state at
+// that checkpoint), freeing it when the tree already has one there
+// (MambaExist); FinishChunk donates a copy and keeps running. A request
+// whose match stopped short of a state (MambaBranchingSeqlen) also caches
+// that prefix with a state before it finishes. MambaEvictExcessPathStates
+// calls Engine.EvictExcessPathStates and executes its frees.
+//
+// Audit checks each auxiliary pool like the Full one (free + cached +
+// owned = capacity) and that the mapping names each SWA slot once.
+//
 // # KV-integrity canary
 //
 // With ControllerConfig.Canary the controller writes a [CanaryBytes] record
@@ -90,6 +128,12 @@
 // [Controller.VerifyMatch] (and ControllerConfig.VerifyMatches, on every
 // arrival) then prove that the slots a match hands back hold exactly the
 // data of that prefix: nothing lost, recycled or mixed between tenants.
+// In hybrid trees the SWA slot of each Full slot holds the same record
+// (matches check the last window's, Audit every mapped pair, so a wrong
+// remap or free shows), and a Mamba state holds a record of the prefix it
+// ends, derived when it advances from what the slot held before, so a
+// state forked from the wrong slot stays wrong until Verify or a later
+// match that forks it reports it.
 // With the canary off the controller never touches slot bytes.
 //
 // # Locking rules

@@ -61,3 +61,67 @@ func Example() {
 	// free slots 16 of 32
 	// matched 8 of 22 input tokens, canary mismatches 0
 }
+
+// Example_hybrid serves a model with sliding-window attention and Mamba
+// layers: the controller also owns an SWA pool (reached through the
+// Full→SWA slot mapping) and a Mamba state pool. The first request
+// decodes past its window, so its early positions keep only Full KV;
+// the second shares its prompt, forks its cached state and hits.
+func Example_hybrid() {
+	eng, err := native.NewDirectEngine(core.Config{
+		PageSize:   4,
+		Components: []core.Component{core.Full, core.SWA, core.Mamba},
+		SWAWindow:  8, MambaChunkSize: 4,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	kv, _ := native.NewMemPool(64, native.CanaryBytes)
+	swa, _ := native.NewMemPool(32, native.CanaryBytes)
+	states, _ := native.NewMemPool(4, native.CanaryBytes)
+	pools := native.NewPoolSet(kv)
+	_ = pools.Set(core.SWA, native.Device, swa)
+	_ = pools.Set(core.Mamba, native.Device, states)
+	ctl, err := native.NewController(eng, pools, native.ControllerConfig{Canary: true, VerifyMatches: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctl.Close()
+
+	prompt := []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	r, err := ctl.Arrive(core.Namespace{}, prompt)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := ctl.Prefill(r, r.Pending()); err != nil {
+		log.Fatal(err)
+	}
+	for tok := uint32(100); tok < 106; tok++ { // decode one token at a time
+		if err := ctl.Extend(r, tok); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Printf("computed %d, SWA slots dropped below %d, SWA free %d of %d\n",
+		r.Computed(), r.SWAEvictedLen(), swa.Available(), swa.Capacity())
+	if err := ctl.Finish(r); err != nil {
+		log.Fatal(err)
+	}
+
+	r, err = ctl.Arrive(core.Namespace{}, append(prompt, 100, 101, 102, 103, 104, 105, 7))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("cached %d, forked state %v\n", r.CachedLen(), r.MambaSlot() >= 0)
+	if err := ctl.Abort(r); err != nil {
+		log.Fatal(err)
+	}
+	if err := ctl.Audit(); err != nil {
+		log.Fatal(err)
+	}
+	st := ctl.Stats()
+	fmt.Printf("forks %d, states donated %d, canary mismatches %d\n", st.MambaForks, st.MambaDonated, st.CanaryMismatches)
+	// Output:
+	// computed 18, SWA slots dropped below 8, SWA free 22 of 32
+	// cached 16, forked state true
+	// forks 1, states donated 1, canary mismatches 0
+}
