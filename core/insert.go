@@ -321,7 +321,12 @@ func (t *Tree) advanceInsert() (InsertStep, error) {
 				acts := s.pending
 				s.pending = nil
 				s.nodeGen = t.nodes[s.node].gen
-				s.own()
+				if s.phase == phaseTail {
+					// The tail reads neither key nor slots: do not copy them.
+					s.key, s.value = nil, nil
+				} else {
+					s.own()
+				}
 				return InsertStep{Actions: acts}, nil
 			}
 		}
@@ -431,8 +436,11 @@ func (t *Tree) insertCommit(s *insertState) {
 	if s.cursor < s.L {
 		wd := t.cfg.width
 		s.newLeaf = true
-		key := t.keys.clone(s.key[s.cursor*wd : s.L*wd])
-		val := t.vals.clone(s.value[s.cursor:s.L])
+		// The leaf borrows the insert's buffers until the components have
+		// committed (SWA may split it): each piece then gets buffers of
+		// its own, sized to it, so split pieces recycle well.
+		key := s.key[s.cursor*wd : s.L*wd : s.L*wd]
+		val := s.value[s.cursor:s.L:s.L]
 		target = t.alloc(s.ns, key)
 		leaf := &t.nodes[target]
 		leaf.priority = s.priority
@@ -450,6 +458,17 @@ func (t *Tree) insertCommit(s *insertState) {
 	s.res.MambaExist = !t.cfg.set.Has(Mamba)
 	for _, comp := range t.comps {
 		comp.commit(t, s, target, s.newLeaf)
+	}
+	if s.newLeaf {
+		for j := target; j != s.node; j = t.nodes[j].parent {
+			n := &t.nodes[j]
+			n.key = t.keys.clone(n.key)
+			v := t.vals.clone(n.dev[Full])
+			n.dev[Full] = v
+			if n.dev[SWA] != nil {
+				n.dev[SWA] = v
+			}
+		}
 	}
 	s.phase = phaseTail
 }
