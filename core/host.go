@@ -52,11 +52,17 @@ type BackupCommit struct {
 
 // hostNode resolves a handle for a host-tier operation.
 func (t *Tree) hostNode(id NodeID) (int32, error) {
+	return t.featureNode(id, t.cfg.hostTier, "the tree has no host tier")
+}
+
+// featureNode resolves a non-root handle for an operation of an optional
+// feature, refusing it (with off as the reason) when the feature is off.
+func (t *Tree) featureNode(id NodeID, on bool, off string) (int32, error) {
 	if err := t.checkUsable(); err != nil {
 		return nilIdx, err
 	}
-	if !t.cfg.hostTier {
-		return nilIdx, fmt.Errorf("%w: the tree has no host tier", ErrInvalidArgument)
+	if !on {
+		return nilIdx, fmt.Errorf("%w: %s", ErrInvalidArgument, off)
 	}
 	i, err := t.resolve(id)
 	if err != nil {
@@ -66,6 +72,19 @@ func (t *Tree) hostNode(id NodeID) (int32, error) {
 		return nilIdx, fmt.Errorf("%w: the root holds no data", ErrInvalidArgument)
 	}
 	return i, nil
+}
+
+// nodesOf resolves every handle with one.
+func nodesOf(nodes []NodeID, one func(NodeID) (int32, error)) ([]int32, error) {
+	idx := make([]int32, len(nodes))
+	for k, id := range nodes {
+		i, err := one(id)
+		if err != nil {
+			return nil, err
+		}
+		idx[k] = i
+	}
+	return idx, nil
 }
 
 // BackupSpec returns what backing node up to the host would copy.
@@ -215,7 +234,7 @@ func (t *Tree) MarkWriteThroughPending(nodes []NodeID, ack int64) ([]NodeID, err
 	if ack <= 0 {
 		return nil, fmt.Errorf("%w: write-through ack %d must be positive", ErrInvalidArgument, ack)
 	}
-	idx, err := t.hostNodes(nodes)
+	idx, err := nodesOf(nodes, t.hostNode)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +262,7 @@ func (t *Tree) MarkWriteThroughPending(nodes []NodeID, ack int64) ([]NodeID, err
 // Errors: ErrBroken, ErrStaleNode, ErrInvalidArgument (a node not pending
 // under ack).
 func (t *Tree) FinishWriteThrough(nodes []NodeID, ack int64) error {
-	idx, err := t.hostNodes(nodes)
+	idx, err := nodesOf(nodes, t.hostNode)
 	if err != nil {
 		return err
 	}
@@ -258,18 +277,6 @@ func (t *Tree) FinishWriteThrough(nodes []NodeID, ack int64) error {
 		t.recordStored(i, MediumCPU, "")
 	}
 	return nil
-}
-
-func (t *Tree) hostNodes(nodes []NodeID) ([]int32, error) {
-	idx := make([]int32, len(nodes))
-	for k, id := range nodes {
-		i, err := t.hostNode(id)
-		if err != nil {
-			return nil, err
-		}
-		idx[k] = i
-	}
-	return idx, nil
 }
 
 func (t *Tree) depth(i int32) int {
@@ -444,7 +451,7 @@ func (t *Tree) HostUnlock(node NodeID, r Receipt) error {
 		if t.byKind[Mamba] != nil && n.hostLock[Mamba] == 0 {
 			ok = false
 		}
-		if t.byKind[SWA] != nil && !t.swaHostSegment(i, r.SWAHostUUID, func(j int32) {
+		if t.byKind[SWA] != nil && !t.swaSegment(i, r.SWAHostUUID, true, func(j int32) {
 			if t.nodes[j].hostLock[SWA] == 0 {
 				ok = false
 			}
@@ -458,7 +465,7 @@ func (t *Tree) HostUnlock(node NodeID, r Receipt) error {
 			t.hostUnlockOne(i, Mamba)
 		}
 		if t.byKind[SWA] != nil {
-			t.swaHostSegment(i, r.SWAHostUUID, func(j int32) { t.hostUnlockOne(j, SWA) })
+			t.swaSegment(i, r.SWAHostUUID, true, func(j int32) { t.hostUnlockOne(j, SWA) })
 		}
 		if !r.Skipped.Has(Full) {
 			t.hostUnlockOne(i, Full)
@@ -477,15 +484,4 @@ func (t *Tree) hostUnlockOne(i int32, c Component) {
 		t.lruFront(i, tierHost, c)
 	}
 	t.refreshLeaf(i)
-}
-
-// swaHostSegment is swaSegment for the host-side boundary stamps.
-func (t *Tree) swaHostSegment(i int32, uuid int64, f func(j int32)) bool {
-	for j := i; j != rootIdx; j = t.nodes[j].parent {
-		f(j)
-		if uuid != 0 && t.nodes[j].swaHostUUID == uuid {
-			return true
-		}
-	}
-	return uuid == 0
 }

@@ -20,47 +20,16 @@ import (
 // check passes and, with no request in flight, every allocated slot of
 // every pool is owned by exactly one tree node.
 
+// tierPools adds host pools to the simulated device pools.
 type tierPools struct {
-	t                   testing.TB
-	full, swa, mamba    *fakeAlloc
-	swaOf               map[int32]int32
+	*hybridPools
 	hFull, hSWA, hMamba *fakeAlloc
 	hostCap             int
 	ack                 int64
 }
 
 func newTierPools(t testing.TB, hostCap int) *tierPools {
-	return &tierPools{t: t, full: newFakeAlloc(), swa: newFakeAlloc(), mamba: newFakeAlloc(), swaOf: map[int32]int32{},
-		hFull: newFakeAlloc(), hSWA: newFakeAlloc(), hMamba: newFakeAlloc(), hostCap: hostCap}
-}
-
-func (p *tierPools) allocKV(n int, swa bool) []int32 {
-	slots := p.full.get(n)
-	if swa {
-		for k, s := range p.swa.get(n) {
-			p.swaOf[slots[k]] = s
-		}
-	}
-	return slots
-}
-
-func (p *tierPools) freeSWA(full []int32) {
-	for _, f := range full {
-		s, ok := p.swaOf[f]
-		require.Truef(p.t, ok, "SWA free of full slot %d that maps to no SWA slot", f)
-		p.swa.put(p.t, []int32{s})
-		delete(p.swaOf, f)
-	}
-}
-
-func (p *tierPools) freeFull(full []int32, withSWA bool) {
-	for _, f := range full {
-		if _, ok := p.swaOf[f]; ok {
-			require.Truef(p.t, withSWA, "full-only free of slot %d would leak its SWA slot", f)
-			p.freeSWA([]int32{f})
-		}
-	}
-	p.full.put(p.t, full)
+	return &tierPools{hybridPools: newHybridPools(t), hFull: newFakeAlloc(), hSWA: newFakeAlloc(), hMamba: newFakeAlloc(), hostCap: hostCap}
 }
 
 // hostRoom makes room for n host slots of component c, evicting from the
@@ -156,54 +125,26 @@ func (p *tierPools) evictLeaf(tree *core.Tree, node core.NodeID) {
 	p.exec(tree, slices.Clone(acts))
 }
 
+// exec runs the host-tier actions and hands the device ones to the
+// device pools.
 func (p *tierPools) exec(tree *core.Tree, acts []core.Action) {
 	for _, a := range acts {
 		switch a.Kind {
-		case core.ActionFreeDeviceKV:
-			p.freeFull(a.Slots, true)
-		case core.ActionFreeDeviceKVFullOnly:
-			p.freeFull(a.Slots, false)
-		case core.ActionFreeDeviceSlots:
-			switch a.Component {
-			case core.Full:
-				p.freeFull(a.Slots, false)
-			case core.SWA:
-				p.freeSWA(a.Slots)
-			case core.Mamba:
-				p.mamba.put(p.t, a.Slots)
-			}
 		case core.ActionFreeHostSlots:
 			map[core.Component]*fakeAlloc{core.Full: p.hFull, core.SWA: p.hSWA, core.Mamba: p.hMamba}[a.Component].put(p.t, a.Slots)
-		case core.ActionSWARebuild:
-			for _, f := range a.Slots {
-				_, ok := p.swaOf[f]
-				require.Truef(p.t, ok, "SWARebuild: full slot %d has no SWA slot", f)
-			}
-		case core.ActionRecoverSWAWithLockedFull:
-			for k, f := range a.Incoming {
-				s, ok := p.swaOf[f]
-				require.True(p.t, ok)
-				p.swaOf[a.Slots[k]] = s
-				delete(p.swaOf, f)
-			}
-			p.full.put(p.t, a.Incoming)
 		case core.ActionRebuildFullToSWAMapping:
 			for k, f := range a.Slots {
 				_, had := p.swaOf[f]
 				require.Falsef(p.t, had, "RebuildFullToSWAMapping: full slot %d already maps", f)
 				p.swaOf[f] = a.Incoming[k]
 			}
-		case core.ActionMambaEvictExcessPathStates:
-			more, err := tree.EvictExcessPathStates(a.Node)
-			require.NoError(p.t, err)
-			p.exec(tree, slices.Clone(more))
 		case core.ActionBackupKV:
 			p.writeThrough(tree, slices.Clone(a.Nodes))
 		case core.ActionReplaceWriteThroughOnSplit:
 			// Acks are immediate here: nothing is ever pending across calls.
 			require.Failf(p.t, "unexpected split of a pending node", "%v", a)
 		default:
-			require.Failf(p.t, "unexpected action", "%v", a)
+			p.hybridPools.exec(tree, []core.Action{a})
 		}
 	}
 }

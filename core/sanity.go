@@ -61,7 +61,7 @@ func (t *Tree) SanityCheckOngoing(o Ongoing) error {
 		}
 		early := live.swaReleased
 		if t.cfg.set.Has(SWA) && !live.r.Skipped.Has(SWA) && !early {
-			if !t.swaSegment(i, live.r.SWAUUID, func(j int32) { wantLock[j][SWA]++ }) {
+			if !t.swaSegment(i, live.r.SWAUUID, false, func(j int32) { wantLock[j][SWA]++ }) {
 				add("receipt %d: SWA boundary %d not found above %v", serial, live.r.SWAUUID, t.handle(i))
 			}
 		}
@@ -288,7 +288,7 @@ func (t *Tree) checkHostReceipts(want [][numComponents]uint32, add func(string, 
 		if !live.r.Skipped.Has(Full) {
 			want[i][Full]++
 		}
-		if t.cfg.set.Has(SWA) && !t.swaHostSegment(i, live.r.SWAHostUUID, func(j int32) { want[j][SWA]++ }) {
+		if t.cfg.set.Has(SWA) && !t.swaSegment(i, live.r.SWAHostUUID, true, func(j int32) { want[j][SWA]++ }) {
 			add("host receipt %d: SWA boundary %d not found above %v", serial, live.r.SWAHostUUID, t.handle(i))
 		}
 		if t.cfg.set.Has(Mamba) {

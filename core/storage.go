@@ -106,7 +106,7 @@ func (t *Tree) MarkLinkerPending(nodes []NodeID, id int64) error {
 	if id <= 0 {
 		return fmt.Errorf("%w: offload id %d must be positive", ErrInvalidArgument, id)
 	}
-	idx, err := t.linkerNodes(nodes)
+	idx, err := nodesOf(nodes, t.linkerNode)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (t *Tree) MarkLinkerPending(nodes []NodeID, id int64) error {
 // Errors: ErrBroken, ErrStaleNode, ErrInvalidArgument (a node not pending
 // under id).
 func (t *Tree) FinishLinkerOffload(nodes []NodeID, id int64, ok bool) error {
-	idx, err := t.linkerNodes(nodes)
+	idx, err := nodesOf(nodes, t.linkerNode)
 	if err != nil {
 		return err
 	}
@@ -170,30 +170,5 @@ func (t *Tree) MarkLinkerStoredPath(from, until NodeID) error {
 }
 
 func (t *Tree) linkerNode(id NodeID) (int32, error) {
-	if err := t.checkUsable(); err != nil {
-		return nilIdx, err
-	}
-	if !t.cfg.linker {
-		return nilIdx, fmt.Errorf("%w: the external cache linker is off", ErrInvalidArgument)
-	}
-	i, err := t.resolve(id)
-	if err != nil {
-		return nilIdx, err
-	}
-	if i == rootIdx {
-		return nilIdx, fmt.Errorf("%w: the root holds no data", ErrInvalidArgument)
-	}
-	return i, nil
-}
-
-func (t *Tree) linkerNodes(nodes []NodeID) ([]int32, error) {
-	idx := make([]int32, len(nodes))
-	for k, id := range nodes {
-		i, err := t.linkerNode(id)
-		if err != nil {
-			return nil, err
-		}
-		idx[k] = i
-	}
-	return idx, nil
+	return t.featureNode(id, t.cfg.linker, "the external cache linker is off")
 }

@@ -234,12 +234,18 @@ func (swaComponent) acquire(t *Tree, i int32, r *Receipt) {
 	}
 }
 
-// segment calls f on each node of the lock segment of a receipt on i, and
-// reports whether the segment ended where the receipt says it does.
-func (t *Tree) swaSegment(i int32, uuid int64, f func(j int32)) bool {
+// swaSegment calls f on each node of the lock segment of a receipt on i,
+// up to the node stamped uuid (device stamps, or host stamps when host is
+// set; uuid 0 means up to the root), and reports whether the segment
+// ended where the receipt says it does.
+func (t *Tree) swaSegment(i int32, uuid int64, host bool, f func(j int32)) bool {
 	for j := i; j != rootIdx; j = t.nodes[j].parent {
 		f(j)
-		if uuid != 0 && t.nodes[j].swaUUID == uuid {
+		stamp := t.nodes[j].swaUUID
+		if host {
+			stamp = t.nodes[j].swaHostUUID
+		}
+		if uuid != 0 && stamp == uuid {
 			return true
 		}
 	}
@@ -248,7 +254,7 @@ func (t *Tree) swaSegment(i int32, uuid int64, f func(j int32)) bool {
 
 func (swaComponent) canRelease(t *Tree, i int32, r *Receipt) bool {
 	ok := true
-	end := t.swaSegment(i, r.SWAUUID, func(j int32) {
+	end := t.swaSegment(i, r.SWAUUID, false, func(j int32) {
 		if t.nodes[j].lock[SWA] == 0 {
 			ok = false
 		}
@@ -265,7 +271,7 @@ func (swaComponent) release(t *Tree, i int32, r *Receipt) {
 // evictable device leaf loses its SWA value at once; its frees are
 // appended to *early.
 func (t *Tree) swaRelease(i int32, r *Receipt, early *[]Action) {
-	t.swaSegment(i, r.SWAUUID, func(j int32) {
+	t.swaSegment(i, r.SWAUUID, false, func(j int32) {
 		n := &t.nodes[j]
 		n.lock[SWA]--
 		if n.lock[SWA] != 0 {
