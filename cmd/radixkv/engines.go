@@ -24,11 +24,24 @@ func newEngine(name string, cfg core.Config) (native.Engine, error) {
 	return nil, fmt.Errorf("unknown engine %q (known: wasm, inprocess, direct)", name)
 }
 
-// timedEngine wraps an engine to time its Evict calls, which the
-// controller makes from inside Prefill and Extend.
+// timedEngine wraps an engine to time its evictions, which the
+// controller makes from inside Arrive, Prefill and Extend: an Evict call,
+// or (with a host tier) a step-wise walk from EvictStart to EvictEnd.
 type timedEngine struct {
 	native.Engine
 	evict *latency
+	start time.Time
+}
+
+func (e *timedEngine) EvictStart(c core.Component, want int) error {
+	e.start = time.Now()
+	return e.Engine.EvictStart(c, want)
+}
+
+func (e *timedEngine) EvictEnd() error {
+	err := e.Engine.EvictEnd()
+	e.evict.add(time.Since(e.start))
+	return err
 }
 
 func (e *timedEngine) Evict(c core.Component, want int, dst []core.Action) ([]core.Action, int, error) {

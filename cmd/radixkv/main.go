@@ -34,11 +34,26 @@
 // state pool (default --capacity / --page-size + 2). The report shows these
 // settings and what the components did (SWA slots freed, evicted and cached,
 // states forked, donated, evicted and cached). Without --output-tokens no
-// request decodes, so no window slides. The host tier
-// (HiCache) is not implemented in core yet, so --host-capacity accepts 0 only
-// and the host hit rate is always 0. The KV canary (--canary, on by default)
-// writes a record derived from (namespace, position, token prefix) into every
-// slot and verifies every match against it; --canary=false measures raw speed.
+// request decodes, so no window slides.
+//
+// --host-capacity N (default 0: none) adds the host tier (HiCache): a host
+// KV pool of N tokens (and, with swa, a host SWA pool of N tokens; with
+// mamba, a host state pool of N / --page-size + 2 states) that keeps copies
+// of device KV. --write-policy write_through (the default) copies a prefix
+// to the host when it is cached; write_back copies a leaf only when it is
+// evicted from the device, and drops it when the host has no room. An
+// arrival whose prefix continues in host memory loads it back to the device
+// (copying the slots' bytes) before it is locked, and counts those tokens
+// as host hits; a host pool that runs short evicts host copies. The report
+// adds the host hit rate and a "host tier" block (tokens backed up, load-
+// backs, demotions, drops, host evictions, host tokens cached) and the
+// bytes moved between the tiers.
+//
+// The KV canary (--canary, on by default) writes a record derived from
+// (namespace, position, token prefix) into every slot and verifies every
+// match against it; the records travel with the bytes between the tiers, so
+// a load-back from a wrong host slot fails the replay. --canary=false
+// measures raw speed (slots then hold no bytes, so nothing is copied).
 //
 // Decoded output is skipped by default: the prompts of a trace cannot contain
 // the tokens a model would have generated, so caching made-up output only uses
@@ -52,7 +67,8 @@
 // exits with status 2; other failures exit with status 1.
 //
 // --json prints one JSON object instead of the text report; its top-level
-// hit_rate is all matched tokens (device and host) over all input tokens.
+// hit_rate is all matched tokens (device and host) over all input tokens,
+// and with a host tier a host_tier object holds the tier's counters.
 // A progress bar is drawn on stderr for long runs unless --quiet or --json is
 // given or stderr is not a terminal.
 //
@@ -68,7 +84,8 @@
 //
 // sweep replays one workload at several capacities (--capacities) under
 // several eviction policies (--policies), prints a table of hit rates and
-// writes an SVG line chart (--svg, default sweep.svg). It uses
+// writes an SVG line chart (--svg, default sweep.svg); it sweeps the
+// device pool only, without a host tier. It uses
 // internal/coresim, the core-only replay loop, which makes the same tree
 // calls in the same order as the controller and so gives the same hit rate
 // to the token (the tests check this), without pools or engine transport.

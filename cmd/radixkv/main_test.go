@@ -128,6 +128,9 @@ func TestReplay_JSONSchema(t *testing.T) {
 	require.Positive(t, num(t, m, "output_tokens"))
 	require.Positive(t, num(t, m, "evictions", "nodes"), "the workload should evict")
 	require.Equal(t, 0.0, num(t, m, "hits", "host_tokens"))
+	require.Contains(t, m["hits"].(map[string]any)["host_note"], "no host tier")
+	require.Nil(t, m["host_tier"], "no host tier, no host_tier object")
+	require.Equal(t, 0.0, num(t, m, "bytes", "moved"))
 	hit := num(t, m, "hits", "total_tokens") / num(t, m, "input_tokens")
 	require.InDelta(t, hit, num(t, m, "hit_rate"), 1e-12)
 	require.Equal(t, num(t, m, "hits", "total_tokens"), num(t, m, "prefill_tokens_saved"))
@@ -210,7 +213,7 @@ func TestReplay_CapacityTooSmall(t *testing.T) {
 
 func TestReplay_SettingErrors(t *testing.T) {
 	for _, tc := range []struct{ flag, value, want string }{
-		{"--host-capacity", "1000", "host tier (HiCache) is not implemented in core yet"},
+		{"--host-capacity", "-1", "--host-capacity -1 out of range"},
 		{"--policy", "nope", "unknown eviction policy"},
 		{"--page-size", "0", "--page-size 0"},
 		{"--components", "swa", "full is required"},
@@ -502,4 +505,134 @@ func TestHitRateMatchesCoresim_SharedTrace(t *testing.T) {
 	for _, c := range capacities {
 		requireSameAsCoresim(t, reqs, c, 16, "lru", "--trace", path)
 	}
+	// With a host tier of four times the device (the numbers of core's
+	// TestReplayHostTier), at the smaller device capacity.
+	for _, wp := range []core.WritePolicy{core.WriteThrough, core.WriteBack} {
+		requireHostSameAsCoresim(t, reqs, capacities[0], 4*capacities[0], wp, "--trace", path)
+	}
+}
+
+// requireHostSameAsCoresim is requireSameAsCoresim with a host tier: the
+// controller's backups, demotions, load-backs and host evictions give
+// coresim.RunHost's device and host hits to the token.
+func requireHostSameAsCoresim(t *testing.T, reqs []workload.Request, capacity, hostCapacity int, wp core.WritePolicy, workloadArgs ...string) map[string]any {
+	t.Helper()
+	args := append([]string{"--engine", "direct", "--canary=false", "--capacity", strconv.Itoa(capacity),
+		"--host-capacity", strconv.Itoa(hostCapacity), "--write-policy", wp.String()}, workloadArgs...)
+	m := replayJSON(t, args...)
+	st, err := coresim.RunHost(coresim.HostConfig{Config: coresim.Config{Capacity: capacity, PageSize: 16, Policy: "lru"},
+		HostCapacity: hostCapacity, WritePolicy: wp}, reqs)
+	require.NoError(t, err)
+	require.Equal(t, float64(st.MatchedTokens), num(t, m, "hits", "device_tokens"))
+	require.Equal(t, float64(st.HostMatchedTokens), num(t, m, "hits", "host_tokens"))
+	require.Equal(t, st.CombinedHitRate, num(t, m, "hit_rate"))
+	require.Equal(t, float64(st.LoadBacks), num(t, m, "host_tier", "load_backs"))
+	require.Equal(t, float64(st.BackedUpTokens), num(t, m, "host_tier", "backed_up_tokens"))
+	require.Equal(t, float64(st.DemotedNodes), num(t, m, "host_tier", "demoted"))
+	require.Equal(t, float64(st.DroppedNodes), num(t, m, "host_tier", "dropped"))
+	require.Equal(t, float64(st.HostEvictedTokens), num(t, m, "host_tier", "host_freed_tokens"))
+	require.Equal(t, float64(st.EvictedNodes), num(t, m, "evictions", "nodes"))
+	t.Logf("capacity %d host %d %s: device %.4f host %.4f combined %.4f, %d load-backs, %d demoted",
+		capacity, hostCapacity, wp, st.HitRate, st.HostHitRate, st.CombinedHitRate, st.LoadBacks, st.DemotedNodes)
+	return m
+}
+
+// TestReplay_HostTier replays the built-in workload with a host tier under
+// both write policies, on every component set and engine: every engine
+// reports the same numbers, the canary and the audit pass, the report
+// shows the host hits, and for {full} they equal coresim.RunHost's.
+func TestReplay_HostTier(t *testing.T) {
+	cfg := workload.DefaultGenConfig()
+	cfg.Seed, cfg.Requests = 5, 300
+	reqs, err := workload.Generate(cfg)
+	require.NoError(t, err)
+	for _, wp := range []core.WritePolicy{core.WriteThrough, core.WriteBack} {
+		requireHostSameAsCoresim(t, reqs, 40_000, 80_000, wp, "--seed", "5", "--requests", "300")
+		// A host smaller than the device: host evictions, and under
+		// write-back drops.
+		m := requireHostSameAsCoresim(t, reqs, 40_000, 12_000, wp, "--seed", "5", "--requests", "300")
+		require.Positive(t, num(t, m, "host_tier", "host_evictions"))
+		require.Positive(t, num(t, m, "host_tier", "backups_refused"))
+		if wp == core.WriteBack {
+			require.Positive(t, num(t, m, "host_tier", "dropped"))
+		}
+	}
+	for _, set := range []string{"full", "full,swa", "full,mamba", "full,swa,mamba"} {
+		for _, wp := range []string{"write_through", "write_back"} {
+			t.Run(set+"/"+wp, func(t *testing.T) {
+				var want map[string]any
+				for _, engine := range availableEngines(t) {
+					args := []string{"--engine", engine, "--requests", "120", "--capacity", "30000", "--host-capacity", "60000",
+						"--write-policy", wp, "--output-tokens", "--components", set}
+					if strings.Contains(set, "swa") {
+						args = append(args, "--swa-window", "256", "--swa-capacity", "20000")
+					}
+					if strings.Contains(set, "mamba") {
+						args = append(args, "--mamba-chunk", "32", "--mamba-capacity", "64")
+					}
+					m := replayJSON(t, args...)
+					require.Equal(t, "ok", m["canary"].(map[string]any)["verdict"])
+					require.Equal(t, 60000.0, num(t, m, "settings", "host_capacity"))
+					require.Equal(t, wp, m["settings"].(map[string]any)["write_policy"])
+					require.Positive(t, num(t, m, "hits", "host_tokens"))
+					require.Positive(t, num(t, m, "host_tier", "load_backs"))
+					require.Positive(t, num(t, m, "host_tier", "backups"))
+					require.Positive(t, num(t, m, "host_tier", "cached_host_tokens"))
+					require.Positive(t, num(t, m, "bytes", "moved"))
+					require.Contains(t, m["hits"].(map[string]any)["host_note"], "loaded back")
+					if wp == "write_back" {
+						require.Positive(t, num(t, m, "host_tier", "demoted"))
+					} else {
+						require.Positive(t, num(t, m, "host_tier", "write_throughs"))
+					}
+					if strings.Contains(set, "swa") {
+						require.Equal(t, 60000.0, num(t, m, "settings", "host_swa_capacity"))
+					}
+					if strings.Contains(set, "mamba") {
+						require.Equal(t, 60000.0/16+2, num(t, m, "settings", "host_mamba_capacity"))
+					}
+					total := num(t, m, "hits", "device_tokens") + num(t, m, "hits", "host_tokens")
+					require.Equal(t, total, num(t, m, "hits", "total_tokens"))
+					require.Equal(t, total, num(t, m, "prefill_tokens_saved"))
+					m = deterministic(m)
+					delete(m, "engine")
+					if want == nil {
+						want = m
+					}
+					require.Equal(t, want, m, "%s reports what the first engine did", engine)
+				}
+			})
+		}
+	}
+
+	// The text report.
+	code, out, errOut := cli(t, "replay", "--engine", "direct", "--requests", "300", "--seed", "5", "--capacity", "40000",
+		"--host-capacity", "80000", "--write-policy", "write_back", "--components", "full,mamba")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^  cache +full,mamba, page 16, device 40,000 tokens, host 80,000 tokens, policy lru, write policy write_back$`, out)
+	require.Regexp(t, `(?m)^  host pools +Mamba 5,002 states$`, out)
+	require.Regexp(t, `(?m)^  host +[0-9.]+% +\([0-9,]+ tokens loaded back from host memory in [0-9,]+ load-backs\)$`, out)
+	require.Regexp(t, `(?m)^host tier +[0-9,]+ tokens backed up +\([0-9,]+ nodes, `, out)
+	require.Regexp(t, `(?m)^  write-back +[0-9,]+ leaves demoted +\([0-9,]+ dropped`, out)
+	require.Regexp(t, `(?m)^  host memory +[0-9,]+ cached `, out)
+	require.Regexp(t, `(?m)^bytes moved +[0-9,]+ +\(slot bytes copied between device and host pools\)$`, out)
+	code, out, errOut = cli(t, "replay", "--engine", "direct", "--requests", "50")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^  host +0\.00% +\(no host tier \(--host-capacity 0\): every hit is a device hit\)$`, out)
+	require.NotRegexp(t, `(?m)^host tier`, out)
+
+	// A log records the host settings and replays identically.
+	gen := []string{"--engine", "direct", "--requests", "100", "--seed", "3", "--capacity", "30000",
+		"--host-capacity", "50000", "--write-policy", "write_back"}
+	log := filepath.Join(t.TempDir(), "host.log")
+	code, _, errOut = cli(t, append([]string{"record", "--out", log}, gen...)...)
+	require.Equal(t, 0, code, errOut)
+	data, err := os.ReadFile(log)
+	require.NoError(t, err)
+	for _, line := range []string{"set host-capacity 50000", "set write-policy write_back"} {
+		require.Contains(t, string(data), line+"\n")
+	}
+	want := deterministic(replayJSON(t, gen...))
+	require.Positive(t, num(t, want, "hits", "host_tokens"))
+	require.Equal(t, want, deterministic(replayJSON(t, "--log", log)))
 }

@@ -84,16 +84,26 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 		return nil, err
 	}
 	pools := native.NewPoolSet(pool)
-	for _, aux := range []struct {
+	type poolSpec struct {
 		comp     core.Component
+		tier     native.Tier
 		capacity int
-	}{{core.SWA, s.swaCapacity}, {core.Mamba, s.mambaCapacity}} {
-		if !s.has(aux.comp) {
-			continue
+	}
+	var specs []poolSpec
+	for _, aux := range []poolSpec{{core.SWA, native.Device, s.swaCapacity}, {core.Mamba, native.Device, s.mambaCapacity}} {
+		if s.has(aux.comp) {
+			specs = append(specs, aux)
 		}
-		p, err := native.NewMemPool(aux.capacity, slotBytes)
+	}
+	if cfg.HostTier {
+		for _, comp := range cfg.Components {
+			specs = append(specs, poolSpec{comp, native.Host, s.hostPoolCapacity(comp)})
+		}
+	}
+	for _, ps := range specs {
+		p, err := native.NewMemPool(ps.capacity, slotBytes)
 		if err == nil {
-			err = pools.Set(aux.comp, native.Device, p)
+			err = pools.Set(ps.comp, ps.tier, p)
 		}
 		if err != nil {
 			eng.Close()
@@ -193,19 +203,45 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	rep.ComputedTokens = int64(st.ComputedTokens)
 	h := &rep.Hits
 	h.DeviceTokens = int64(st.MatchedTokens)
+	h.HostTokens = int64(st.HostHitTokens)
 	h.TotalTokens = h.DeviceTokens + h.HostTokens
 	if inputTokens > 0 {
 		h.DeviceRate = float64(h.DeviceTokens) / float64(inputTokens)
 		h.HostRate = float64(h.HostTokens) / float64(inputTokens)
 		h.TotalRate = float64(h.TotalTokens) / float64(inputTokens)
 	}
-	h.HostNote = hostNote
+	h.HostNote = hostOffNote
+	if cfg.HostTier {
+		h.HostNote = hostOnNote
+		ht := &hostReport{
+			LoadBacks:        int64(st.LoadBacks),
+			LoadedTokens:     int64(st.LoadedTokens),
+			LoadBacksSkipped: int64(st.LoadBacksSkipped),
+			Backups:          int64(st.Backups),
+			BackedUpTokens:   int64(st.BackedUpTokens),
+			WriteThroughs:    int64(st.WriteThroughs),
+			BackupsRefused:   int64(st.BackupsRefused),
+			Demoted:          int64(st.Demoted),
+			Dropped:          int64(st.Dropped),
+			HostEvictions:    int64(st.HostEvictions),
+			HostFreedTokens:  int64(st.HostFreedTokens),
+			CachedHostTokens: int64(ctl.HostHeld(core.Full)),
+		}
+		if s.has(core.SWA) {
+			rep.Settings.HostSWACapacity = s.hostPoolCapacity(core.SWA)
+		}
+		if s.has(core.Mamba) {
+			rep.Settings.HostMambaCapacity = s.hostPoolCapacity(core.Mamba)
+		}
+		rep.HostTier = ht
+	}
 	rep.HitRate = h.TotalRate
 	rep.PrefillTokensSaved = h.TotalTokens
 	rep.Evictions.Calls = len(lat.evict.ns)
 	rep.Evictions.Nodes = int64(st.EvictedNodes)
 	rep.Evictions.Tokens = int64(st.EvictedTokens)
 	rep.Bytes.Written = int64(st.BytesWritten)
+	rep.Bytes.Moved = int64(st.BytesMoved)
 	full, err := ctl.Engine().Evictable(core.Full)
 	if err != nil {
 		return nil, err

@@ -10,8 +10,11 @@ import (
 	"time"
 )
 
-// hostNote says why the host columns are zero.
-const hostNote = "the host tier (HiCache) is not implemented in core yet; every hit is a device hit"
+// The notes on host hits, with the host tier off and on.
+const (
+	hostOffNote = "no host tier (--host-capacity 0): every hit is a device hit"
+	hostOnNote  = "prefixes found in host memory only and loaded back to the device on arrival"
+)
 
 // report is the result of a replay. Its JSON form is the --json output;
 // fields under throughput and latency_ns depend on timing, everything else
@@ -37,6 +40,10 @@ type report struct {
 		MambaChunk    int `json:"mamba_chunk,omitempty"`
 		MambaCap      int `json:"mamba_cap,omitempty"`
 		MambaCapacity int `json:"mamba_capacity,omitempty"`
+		// Host pools of the auxiliary components (host tier and the
+		// component only).
+		HostSWACapacity   int `json:"host_swa_capacity,omitempty"`
+		HostMambaCapacity int `json:"host_mamba_capacity,omitempty"`
 	} `json:"settings"`
 
 	Requests       int   `json:"requests"`
@@ -64,6 +71,7 @@ type report struct {
 	} `json:"bytes"`
 	CachedTokens int           `json:"cached_tokens"`
 	Hybrid       *hybridReport `json:"hybrid,omitempty"`
+	HostTier     *hostReport   `json:"host_tier,omitempty"`
 
 	Canary struct {
 		Enabled    bool   `json:"enabled"`
@@ -91,6 +99,22 @@ type hybridReport struct {
 	MambaDonated      int64 `json:"mamba_donated"`       // request states the tree adopted
 	MambaEvicted      int64 `json:"mamba_evicted"`       // states freed by eviction and per-path caps
 	CachedMambaStates int64 `json:"cached_mamba_states"` // states the tree holds at the end
+}
+
+// hostReport is what the host tier did (--host-capacity above 0 only).
+type hostReport struct {
+	LoadBacks        int64 `json:"load_backs"`         // host-only prefixes copied back to the device
+	LoadedTokens     int64 `json:"loaded_tokens"`      // KV slots those load-backs copied
+	LoadBacksSkipped int64 `json:"load_backs_skipped"` // host hits recomputed instead (no device room, or pinned)
+	Backups          int64 `json:"backups"`            // nodes copied device to host
+	BackedUpTokens   int64 `json:"backed_up_tokens"`   // KV slots those backups copied
+	WriteThroughs    int64 `json:"write_throughs"`     // write-through copies acknowledged
+	BackupsRefused   int64 `json:"backups_refused"`    // backups the host pool had no room for
+	Demoted          int64 `json:"demoted"`            // write-back evictions that kept the leaf on the host
+	Dropped          int64 `json:"dropped"`            // write-back evictions that dropped the leaf (host full)
+	HostEvictions    int64 `json:"host_evictions"`     // host evictions run to make room
+	HostFreedTokens  int64 `json:"host_freed_tokens"`  // host KV slots the tree gave back
+	CachedHostTokens int64 `json:"cached_host_tokens"` // host KV slots the tree holds at the end
 }
 
 // latencyOps is the order operations are reported in.
@@ -148,7 +172,7 @@ func (r *report) writeText(w io.Writer) error {
 	p("radixkv replay")
 	p("  engine\t%s", engine)
 	p("  workload\t%s", r.Workload)
-	p("  cache\t%s, page %d, device %s tokens, host %d tokens, policy %s, write policy %s", s.Components, s.PageSize, count(s.Capacity), s.HostCapacity, s.Policy, s.WritePolicy)
+	p("  cache\t%s, page %d, device %s tokens, host %s tokens, policy %s, write policy %s", s.Components, s.PageSize, count(s.Capacity), count(s.HostCapacity), s.Policy, s.WritePolicy)
 	if s.SWAWindow > 0 {
 		p("  swa\twindow %s tokens, SWA pool %s tokens", count(s.SWAWindow), count(s.SWACapacity))
 	}
@@ -158,6 +182,16 @@ func (r *report) writeText(w io.Writer) error {
 			caps = fmt.Sprintf("at most %d per path", s.MambaCap)
 		}
 		p("  mamba\tchunk %d tokens, state pool %s states, %s", s.MambaChunk, count(s.MambaCapacity), caps)
+	}
+	if s.HostSWACapacity > 0 || s.HostMambaCapacity > 0 {
+		var pools []string
+		if s.HostSWACapacity > 0 {
+			pools = append(pools, fmt.Sprintf("SWA %s tokens", count(s.HostSWACapacity)))
+		}
+		if s.HostMambaCapacity > 0 {
+			pools = append(pools, fmt.Sprintf("Mamba %s states", count(s.HostMambaCapacity)))
+		}
+		p("  host pools\t%s", strings.Join(pools, ", "))
 	}
 	out := "skipped"
 	if s.OutputTokens {
@@ -173,7 +207,11 @@ func (r *report) writeText(w io.Writer) error {
 	h := &r.Hits
 	p("hit rate\t%s\t(%s of %s input tokens)", pct(r.HitRate), count(h.TotalTokens), count(r.InputTokens))
 	p("  device\t%s\t(%s tokens)", pct(h.DeviceRate), count(h.DeviceTokens))
-	p("  host\t%s\t(%s)", pct(h.HostRate), hostNote)
+	if ht := r.HostTier; ht != nil {
+		p("  host\t%s\t(%s tokens loaded back from host memory in %s load-backs)", pct(h.HostRate), count(h.HostTokens), count(ht.LoadBacks))
+	} else {
+		p("  host\t%s\t(%s)", pct(h.HostRate), hostOffNote)
+	}
 	p("prefill tokens saved\t%s\t(computed %s)", count(r.PrefillTokensSaved), count(r.ComputedTokens))
 	p("evictions\t%s nodes\t(%s tokens, %s evict calls)", count(r.Evictions.Nodes), count(r.Evictions.Tokens), count(r.Evictions.Calls))
 	p("cached at end\t%s\t(tokens held by the tree)", count(r.CachedTokens))
@@ -185,9 +223,26 @@ func (r *report) writeText(w io.Writer) error {
 			p("mamba\t%s states cached\t(%s forked, %s donated, %s evicted)", count(hy.CachedMambaStates), count(hy.MambaForks), count(hy.MambaDonated), count(hy.MambaEvicted))
 		}
 	}
-	p("bytes written\t%s\t(KV canary records)", count(r.Bytes.Written))
-	p("bytes moved\t%s\t(no device<->host copies without a host tier)", count(r.Bytes.Moved))
 	c := &r.Canary
+	if ht := r.HostTier; ht != nil {
+		p("host tier\t%s tokens backed up\t(%s nodes, %s refused for lack of host room; %s tokens loaded back, %s load-backs skipped)",
+			count(ht.BackedUpTokens), count(ht.Backups), count(ht.BackupsRefused), count(ht.LoadedTokens), count(ht.LoadBacksSkipped))
+		if s.WritePolicy == "write_back" {
+			p("  write-back\t%s leaves demoted\t(%s dropped: the host had no room)", count(ht.Demoted), count(ht.Dropped))
+		} else {
+			p("  write-throughs\t%s\t(acknowledged copies)", count(ht.WriteThroughs))
+		}
+		p("  host memory\t%s cached\t(%s tokens freed by %s host evictions and drops)", count(ht.CachedHostTokens), count(ht.HostFreedTokens), count(ht.HostEvictions))
+	}
+	p("bytes written\t%s\t(KV canary records)", count(r.Bytes.Written))
+	switch {
+	case r.HostTier == nil:
+		p("bytes moved\t%s\t(no device<->host copies without a host tier)", count(r.Bytes.Moved))
+	case !c.Enabled:
+		p("bytes moved\t%s\t(slots hold no bytes with --canary=false)", count(r.Bytes.Moved))
+	default:
+		p("bytes moved\t%s\t(slot bytes copied between device and host pools)", count(r.Bytes.Moved))
+	}
 	if c.Enabled {
 		p("canary\t%s\t(%s slots verified, %d mismatches)", c.Verdict, count(c.Checked), c.Mismatches)
 	} else {

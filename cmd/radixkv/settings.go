@@ -86,9 +86,9 @@ func (s *settings) cacheFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.mambaCapacity, "mamba-capacity", 0, "Mamba state pool size in `states` (with mamba; default: --capacity / --page-size + 2, which never runs short before the KV pool)")
 	fs.IntVar(&s.pageSize, "page-size", 16, "page size in tokens (matching granularity)")
 	fs.IntVar(&s.capacity, "capacity", 0, fmt.Sprintf("device KV pool size in `tokens` (default %d for the built-in workload, %d for traces)", defaultGenCapacity, defaultTraceCapacity))
-	fs.IntVar(&s.hostCapacity, "host-capacity", 0, "host KV pool size in `tokens`; the host tier is not implemented in core yet, so only 0 is accepted")
+	fs.IntVar(&s.hostCapacity, "host-capacity", 0, "host KV pool size in `tokens` for the host tier (HiCache), which keeps copies of device KV in host memory and loads them back on a hit; 0: no host tier (with swa the host SWA pool gets as many tokens, with mamba the host state pool --host-capacity / --page-size + 2 states)")
 	fs.StringVar(&s.policy, "policy", "lru", "eviction policy: "+strings.Join(core.PolicyNames(), ", "))
-	fs.StringVar(&s.writePolicy, "write-policy", "write_through", "host-tier write policy: write_through or write_back (no effect without a host tier)")
+	fs.StringVar(&s.writePolicy, "write-policy", "write_through", "host-tier write policy: write_through (copy a prefix to the host when it is cached) or write_back (copy a leaf when it is evicted from the device); no effect without --host-capacity")
 	fs.BoolVar(&s.canary, "canary", true, "write a KV canary into every slot and verify every match against it")
 	fs.BoolVar(&s.outputTokens, "output-tokens", false, "append each request's output_length decoded tokens through Extend (deterministic ids)")
 }
@@ -166,8 +166,8 @@ func (s *settings) coreConfig() (core.Config, error) {
 		return core.Config{}, err
 	}
 	s.components = names
-	if s.hostCapacity != 0 {
-		return core.Config{}, fmt.Errorf("--host-capacity %d: the host tier (HiCache) is not implemented in core yet; only 0 is accepted", s.hostCapacity)
+	if s.hostCapacity < 0 || int64(s.hostCapacity) > 1<<31-1 {
+		return core.Config{}, fmt.Errorf("--host-capacity %d out of range [0, 2^31-1] (0: no host tier)", s.hostCapacity)
 	}
 	if s.capacity < 0 || int64(s.capacity) > 1<<31-1 {
 		return core.Config{}, fmt.Errorf("--capacity %d out of range [1, 2^31-1]", s.capacity)
@@ -181,7 +181,7 @@ func (s *settings) coreConfig() (core.Config, error) {
 	default:
 		return core.Config{}, fmt.Errorf("--write-policy %q: want write_through or write_back", s.writePolicy)
 	}
-	cfg := core.Config{PageSize: s.pageSize, Policy: s.policy, WritePolicy: wp, Components: comps}
+	cfg := core.Config{PageSize: s.pageSize, Policy: s.policy, WritePolicy: wp, Components: comps, HostTier: s.hostCapacity > 0}
 	if s.has(core.SWA) {
 		if s.swaWindow < 1 {
 			return core.Config{}, fmt.Errorf("--swa-window %d: must be at least 1", s.swaWindow)
@@ -300,6 +300,16 @@ func (s *settings) resolveCapacity(l *loaded) {
 	if s.has(core.Mamba) && s.mambaCapacity == 0 {
 		s.mambaCapacity = s.capacity/max(s.pageSize, 1) + 2
 	}
+}
+
+// hostPoolCapacity is the size of component comp's host pool: the
+// --host-capacity tokens for Full and SWA, a state per page of them (and
+// two spare) for Mamba, as the device defaults.
+func (s *settings) hostPoolCapacity(comp core.Component) int {
+	if comp == core.Mamba {
+		return s.hostCapacity/max(s.pageSize, 1) + 2
+	}
+	return s.hostCapacity
 }
 
 // checkFits rejects, before anything runs, a request that could not be

@@ -46,6 +46,22 @@ type Stats struct {
 	MambaForks       uint64 // arrivals that forked a cached Mamba state (copy on write)
 	MambaDonated     uint64 // request states the tree adopted (Finish, FinishChunk)
 	MambaEvicted     uint64 // Mamba states freed by eviction and per-path caps
+
+	// Host tier (HiCache); zero without one.
+	HostHitTokens    uint64 // tokens an arrival found on the host only and loaded back (MatchedTokens excludes them)
+	LoadBacks        uint64 // load-backs committed (host to device)
+	LoadedTokens     uint64 // Full atoms those load-backs copied to the device
+	LoadBacksSkipped uint64 // host hits not loaded back: pinned, nothing to load, or no device room
+	Backups          uint64 // nodes backed up (device to host; write-through and write-back)
+	BackedUpTokens   uint64 // Full atoms those backups copied to the host
+	WriteThroughs    uint64 // write-through backups acknowledged
+	BackupsRefused   uint64 // backups the host had no room for (a chain stopped, or an eviction dropped)
+	Demoted          uint64 // write-back evictions that demoted a leaf to the host
+	Dropped          uint64 // write-back evictions that dropped a leaf (host full)
+	HostEvictions    uint64 // EvictHost calls made to make host room
+	HostFreedSlots   uint64 // host slots of any component the tree gave back
+	HostFreedTokens  uint64 // host Full slots among them
+	BytesMoved       uint64 // slot bytes copied between device and host pools
 }
 
 // Controller runs the request lifecycle over an Engine and the pools:
@@ -70,7 +86,8 @@ type Controller struct {
 	live  int // running requests
 	stats Stats
 
-	hy hybrid // SWA and Mamba pools and accounting; zero for {full}
+	hy hybrid    // SWA and Mamba pools and accounting; zero for {full}
+	ht *hostTier // host pools and accounting; nil without a host tier
 
 	acts     []core.Action
 	matchBuf []int32
@@ -86,7 +103,10 @@ type Controller struct {
 // NewController returns a controller that owns eng and pools (Close
 // closes both). pools must hold the Full device pool, and the SWA and
 // Mamba device pools when the engine's tree has those components, each
-// with at least CanaryBytes per slot when the canary is on.
+// with at least CanaryBytes per slot when the canary is on. When the
+// tree has a host tier (core.Config.HostTier), pools must also hold a
+// host pool for each of its components, with the slot size of the
+// matching device pool.
 // Errors: ErrInvalidArgument, ErrNoPool.
 func NewController(eng Engine, pools Pools, cfg ControllerConfig) (*Controller, error) {
 	if eng == nil || pools == nil {
@@ -103,12 +123,16 @@ func NewController(eng Engine, pools Pools, cfg ControllerConfig) (*Controller, 
 		return nil, fmt.Errorf("%w: the canary needs %d bytes per slot, the full device pool has %d", ErrInvalidArgument, CanaryBytes, kv.SlotBytes())
 	}
 	ecfg := eng.Config()
-	if ecfg.HostTier {
-		return nil, fmt.Errorf("%w: the engine has a host tier", ErrHostTier)
-	}
 	c := &Controller{eng: eng, pools: pools, kv: kv, cfg: cfg, page: ecfg.PageSize, bigram: ecfg.Bigram}
 	if err := c.hy.init(ecfg, pools, kv, cfg.Canary); err != nil {
 		return nil, err
+	}
+	if ecfg.HostTier {
+		ht, err := newHostTier(ecfg, pools, c)
+		if err != nil {
+			return nil, err
+		}
+		c.ht = ht
 	}
 	return c, nil
 }
@@ -126,6 +150,7 @@ type Request struct {
 	slots     []int32
 	protected int
 	cached    int
+	hostHit   int // part of cached loaded back from the host on arrival
 	last      core.NodeID
 	rcpt      core.Receipt
 	hash      uint64 // canary chain over tokens[:len(slots)]
@@ -159,8 +184,12 @@ func (r *Request) Tokens() []uint32 { return r.tokens }
 func (r *Request) Slots() []int32 { return r.slots }
 
 // CachedLen is the prefix the tree held on the device when the request
-// arrived.
+// arrived, including what a load-back brought from the host (HostHitLen).
 func (r *Request) CachedLen() int { return r.cached }
+
+// HostHitLen is the part of CachedLen that was on the host only and was
+// loaded back to the device on arrival (host tier only).
+func (r *Request) HostHitLen() int { return r.hostHit }
 
 // ProtectedLen is the prefix whose slots belong to the tree and are locked
 // by this request (CachedLen, grown by FinishChunk).
@@ -214,7 +243,8 @@ func (c *Controller) usable(r *Request) error {
 
 // Arrive matches tokens against the cache in ns and locks the matched
 // prefix. The returned request's Slots are the cached prefix's slots;
-// Prefill computes the rest.
+// Prefill computes the rest. With a host tier, a prefix that continues in
+// host memory is loaded back to the device first (Request.HostHitLen).
 // Errors: ErrClosed, ErrCanaryMismatch (VerifyMatches), engine errors.
 func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error) {
 	c.mu.Lock()
@@ -231,12 +261,21 @@ func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error
 	if err := c.execute(m.Actions); err != nil {
 		return nil, err
 	}
+	if c.ht != nil && m.Best != m.LastDevice {
+		// A host hit: load it back and match again.
+		if m, r.hostHit, err = c.hostHit(ns, tokens, m); err != nil {
+			return nil, err
+		}
+	}
 	r.slots = m.Indices
 	if c.cfg.Canary {
 		r.hash = canarySeed(ns)
 		if c.cfg.VerifyMatches {
 			var bad int
 			if r.hash, bad, err = c.verifyChain(ns, r.hash, r.tokens, r.slots, c.hy.matchWindow(m.DeviceLen)); bad > 0 {
+				if r.hostHit > 0 {
+					err = fmt.Errorf("%w (the last %d tokens of the prefix were loaded back from the host)", err, r.hostHit)
+				}
 				return nil, err
 			}
 			if c.hy.mamba != nil && m.MambaSlot >= 0 {
@@ -273,7 +312,7 @@ func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error
 	c.live++
 	c.stats.Requests++
 	c.stats.InputTokens += uint64(len(tokens))
-	c.stats.MatchedTokens += uint64(m.DeviceLen)
+	c.stats.MatchedTokens += uint64(m.DeviceLen - r.hostHit)
 	return r, nil
 }
 
@@ -371,6 +410,9 @@ func (c *Controller) ensure(comp core.Component, p Pool, n int) error {
 		return fmt.Errorf("%w: %d %s slots needed, %d free and %d evictable of %d; %d are locked by running requests and %d owned by them",
 			ErrPoolExhausted, n, what, avail, evictable, p.Capacity(), protected, owned)
 	}
+	if c.ht != nil {
+		return c.evictSteps(comp, p, n)
+	}
 	acts, freed, err := c.eng.Evict(comp, n-avail, c.acts[:0])
 	if err != nil {
 		return err
@@ -392,6 +434,9 @@ func (c *Controller) ensure(comp core.Component, p Pool, n int) error {
 // execute runs actions in order. A failing action does not stop the
 // rest (their frees would leak); the first error is returned.
 func (c *Controller) execute(acts []core.Action) error {
+	if c.ht != nil {
+		acts = c.ht.stable(acts)
+	}
 	var first error
 	for k := range acts {
 		if err := c.executeOne(&acts[k]); err != nil && first == nil {
@@ -426,6 +471,9 @@ func (c *Controller) executeOne(a *core.Action) error {
 		}
 		return fmt.Errorf("%w: %v: no %s device pool", ErrNoPool, *a, a.Component)
 	case core.ActionFreeHostSlots:
+		if c.ht != nil {
+			return c.freeHost(a)
+		}
 		p := c.pools.Pool(a.Component, Host)
 		if p == nil {
 			return fmt.Errorf("%w: %v", ErrHostTier, *a)
@@ -450,8 +498,8 @@ func (c *Controller) executeOne(a *core.Action) error {
 		}
 		acts, err := c.eng.EvictExcessPathStates(a.Node)
 		return errors.Join(err, c.execute(acts))
-	case core.ActionBackupKV, core.ActionReplaceWriteThroughOnSplit:
-		return fmt.Errorf("%w: cannot execute %v", ErrHostTier, *a)
+	case core.ActionBackupKV, core.ActionReplaceWriteThroughOnSplit, core.ActionRebuildFullToSWAMapping:
+		return c.executeHost(a)
 	}
 	return fmt.Errorf("%w: %v", ErrUnknownAction, *a)
 }
@@ -809,7 +857,9 @@ func (c *Controller) Match(dst []int32, ns core.Namespace, tokens []uint32) ([]i
 // trees it does the same for the SWA and Mamba pools, checks that the
 // Full→SWA mapping names each allocated SWA slot exactly once, and, with
 // the canary, that every mapped pair holds the same record (a wrong remap
-// or free shows up here).
+// or free shows up here). With a host tier it checks that each host pool's
+// free slots and those the tree holds make up its capacity and, with the
+// canary, that no held host slot lost its record.
 // Errors: ErrAccounting, ErrSWAMapping, ErrCanaryMismatch, core.ErrSanity.
 func (c *Controller) Audit() error {
 	c.mu.Lock()
@@ -832,7 +882,10 @@ func (c *Controller) Audit() error {
 		return fmt.Errorf("%w: %d free + %d evictable + %d protected + %d owned by %d running requests = %d, capacity %d",
 			ErrAccounting, avail, ev, pr, c.owned, c.live, avail+ev+pr+c.owned, capa)
 	}
-	return c.auditHybrid()
+	if err := c.auditHybrid(); err != nil {
+		return err
+	}
+	return c.auditHost()
 }
 
 // TakeEvents drains the engine's KV cache events (see Engine.TakeEvents)

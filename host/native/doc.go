@@ -60,9 +60,9 @@
 //
 // [Pools] names one pool per (component, [Tier]); [PoolSet] is the plain
 // table. The controller needs the Full device pool, and the SWA and Mamba
-// device pools when the tree has those components; it looks host pools up
-// when an action names them. Device pools from other packages (CUDA) plug
-// in behind the same interfaces.
+// device pools when the tree has those components; with a host tier it
+// needs a host pool for each of them as well. Device pools from other
+// packages (CUDA) and pinned host pools plug in behind the same interfaces.
 //
 // # Request lifecycle
 //
@@ -119,6 +119,42 @@
 // Audit checks each auxiliary pool like the Full one (free + cached +
 // owned = capacity) and that the mapping names each SWA slot once.
 //
+// # Host tier (HiCache)
+//
+// With core.Config.HostTier the controller runs the host tier between the
+// device pools and a host pool per component (Pools at [Host], each with
+// its device pool's slot size). The tree decides what moves and the
+// controller copies the slots' bytes (core's host.go has the protocol):
+//
+//   - A BackupKV action of an insert (write-through, or write-back's SWA
+//     top-up) backs each node of its chain up, ancestors first:
+//     BackupSpec, room in the host pools (EvictHost, executing its
+//     FreeHostSlots), the copy device to host (SWA through the Full→SWA
+//     mapping), CommitBackup; under write-through the node is then locked
+//     while its copy is in flight, marked pending, acknowledged
+//     (FinishWriteThrough) and unlocked. The first node the host has no
+//     room for ends the chain.
+//   - Evictions run step by step (EvictStart / EvictNext / EvictEnd).
+//     Under write-back a step hands an unbacked leaf over as a BackupKV:
+//     the controller backs it up and Demotes it, or, when the host has no
+//     room, drops it (DropSubtreeNoHost). Backed-up leaves are demoted by
+//     the walk itself.
+//   - An arrival whose match has a host hit (MatchResult.Best below
+//     LastDevice) takes HostLock and Lock on Best, plans the load-back,
+//     makes device room, copies host to device (Full, the window's SWA
+//     runs, the Mamba state), commits it (mapping the loaded SWA slots
+//     as its RebuildFullToSWAMapping actions say), finishes it, releases
+//     both locks and matches again. A pinned or empty plan, or a device
+//     that cannot make room, leaves the first match: the request
+//     recomputes instead. Request.HostHitLen is what the load-back added.
+//
+// Every acknowledgement happens before the call that started the backup
+// returns, so nothing is in flight between calls. The controller records
+// which host slots the tree holds (committed, not freed since); Audit
+// checks that they and the free ones make up each host pool and, with the
+// canary, that every held host slot holds a record. Without a host tier
+// the controller runs exactly as before (one-shot evictions, no copies).
+//
 // # KV-integrity canary
 //
 // With ControllerConfig.Canary the controller writes a [CanaryBytes] record
@@ -134,7 +170,11 @@
 // ends, derived when it advances from what the slot held before, so a
 // state forked from the wrong slot stays wrong until Verify or a later
 // match that forks it reports it.
-// With the canary off the controller never touches slot bytes.
+// The records travel with the bytes between the tiers (a freed host slot
+// is zeroed too), so a load-back from a wrong or stale host slot fails the
+// arrival's verification (VerifyMatches) with ErrCanaryMismatch.
+// With the canary off the controller writes no records; backups and
+// load-backs still copy whatever the slots hold.
 //
 // # Locking rules
 //

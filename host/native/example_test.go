@@ -125,3 +125,54 @@ func Example_hybrid() {
 	// cached 16, forked state true
 	// forks 1, states donated 1, canary mismatches 0
 }
+
+// Example_hostTier adds a host tier (HiCache) under write-back: a device
+// pool of 16 slots holds one 12-token prompt, so the next prompt evicts
+// it, and the eviction copies it to the host pool instead of losing it.
+// When the first prompt comes back it is loaded back from host memory.
+func Example_hostTier() {
+	eng, err := native.NewDirectEngine(core.Config{PageSize: 4, HostTier: true, WritePolicy: core.WriteBack})
+	if err != nil {
+		log.Fatal(err)
+	}
+	kv, _ := native.NewMemPool(16, native.CanaryBytes)
+	host, _ := native.NewMemPool(64, native.CanaryBytes) // same slot size as the device pool
+	pools := native.NewPoolSet(kv)
+	_ = pools.Set(core.Full, native.Host, host)
+	ctl, err := native.NewController(eng, pools, native.ControllerConfig{Canary: true, VerifyMatches: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctl.Close()
+
+	serve := func(prompt []uint32) {
+		r, err := ctl.Arrive(core.Namespace{}, prompt) // match, load-back, lock
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("cached %d (from host %d)\n", r.CachedLen(), r.HostHitLen())
+		if err := ctl.Prefill(r, r.Pending()); err != nil { // evicts to the host
+			log.Fatal(err)
+		}
+		if err := ctl.Finish(r); err != nil {
+			log.Fatal(err)
+		}
+	}
+	a := []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	b := []uint32{21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32}
+	serve(a)
+	serve(b) // a is backed up and demoted to make room
+	serve(a) // a comes back from the host; b goes there
+
+	if err := ctl.Audit(); err != nil {
+		log.Fatal(err)
+	}
+	st := ctl.Stats()
+	fmt.Printf("backups %d, demoted %d, load-backs %d, host slots held %d, canary mismatches %d\n",
+		st.Backups, st.Demoted, st.LoadBacks, ctl.HostHeld(core.Full), st.CanaryMismatches)
+	// Output:
+	// cached 0 (from host 0)
+	// cached 0 (from host 0)
+	// cached 12 (from host 12)
+	// backups 2, demoted 2, load-backs 1, host slots held 24, canary mismatches 0
+}

@@ -7,10 +7,10 @@ import (
 	"github.com/radixkv/radixkv/core"
 )
 
-// Pool is one slot allocator plus the storage behind it: the device Full
-// KV pool, or (later) an SWA, Mamba or host-memory pool. Slots are the
-// int32 indices the tree stores as node values; every slot holds
-// SlotBytes bytes.
+// Pool is one slot allocator plus the storage behind it: a device pool
+// (Full KV, SWA KV, Mamba states) or a host-memory pool of the host tier.
+// Slots are the int32 indices the tree stores as node values; every slot
+// holds SlotBytes bytes.
 //
 // A Pool is not safe for concurrent use; the Controller serialises every
 // call under its mutex. Implementations outside this package (CUDA device
@@ -266,6 +266,22 @@ func (p *slotPool) Copy(dst, src int32) error {
 	}
 	copy(p.span(dst), p.span(src))
 	return nil
+}
+
+// slotSpan is implemented by this package's pools: the bytes of an
+// allocated slot, for copies between pools without a staging buffer.
+type slotSpan interface {
+	slotSpan(s int32) ([]byte, error)
+}
+
+func (p *slotPool) slotSpan(s int32) ([]byte, error) {
+	if p.closed {
+		return nil, fmt.Errorf("%w: %s", ErrClosed, p.name)
+	}
+	if err := p.check(s); err != nil {
+		return nil, err
+	}
+	return p.span(s), nil
 }
 
 func (p *slotPool) Capacity() int  { return p.capacity }

@@ -1,0 +1,752 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/radixkv/radixkv/core"
+)
+
+// hostTier is the controller's state for the host tier (HiCache): one
+// host pool per component of the tree, the device pool each one copies
+// to and from, and a record of the host slots the tree holds.
+//
+// The tree decides and the controller copies (core's host.go describes
+// the protocol): a BackupKV action is a backup of each node of its chain,
+// device to host; a host-only hit on arrival is loaded back, host to
+// device; a short host pool is made room for with EvictHost. The bytes of
+// every slot travel with it, so with the canary a load-back from a wrong
+// host slot, or a backup that wrote one slot and recorded another, shows
+// up as a mismatch.
+type hostTier struct {
+	writeBack bool
+	host      [3]Pool // host pool per component; nil where the tree lacks it
+	dev       [3]Pool // the matching device pool
+	// held marks, per component, the host slots the tree holds: committed
+	// by a backup and not freed by a FreeHostSlots since. A host free of
+	// a slot not held, or a commit of one already held, is an error, and
+	// Audit checks that the held and the free slots make up the pool.
+	held  [3][]uint64
+	nHeld [3]int
+	ack   int64 // last write-through acknowledgement id
+
+	buf   []byte        // slot bytes in transit
+	acts  []core.Action // EvictHost scratch
+	slots []int32       // allocation scratch
+}
+
+func newHostTier(ecfg core.Config, pools Pools, c *Controller) (*hostTier, error) {
+	h := &hostTier{writeBack: ecfg.WritePolicy == core.WriteBack}
+	h.dev = [3]Pool{core.Full: c.kv, core.SWA: c.hy.swa, core.Mamba: c.hy.mamba}
+	for comp := range h.dev {
+		d := h.dev[comp]
+		if d == nil {
+			continue
+		}
+		name := core.Component(comp)
+		p := pools.Pool(name, Host)
+		if p == nil {
+			return nil, fmt.Errorf("%w: the tree has a host tier, so the %s host pool is required", ErrNoPool, name)
+		}
+		if p == d {
+			return nil, fmt.Errorf("%w: the %s host pool is the %s device pool", ErrInvalidArgument, name, name)
+		}
+		if p.SlotBytes() != d.SlotBytes() {
+			return nil, fmt.Errorf("%w: the %s host pool has %d bytes per slot, its device pool %d: a slot must keep its size between tiers",
+				ErrInvalidArgument, name, p.SlotBytes(), d.SlotBytes())
+		}
+		h.host[comp] = p
+		h.held[comp] = make([]uint64, (p.Capacity()+63)/64)
+	}
+	return h, nil
+}
+
+func (h *hostTier) isHeld(comp core.Component, s int32) bool {
+	b := h.held[comp]
+	return uint32(s)>>6 < uint32(len(b)) && b[s>>6]&(1<<(uint(s)&63)) != 0
+}
+
+// hold records slots as held by the tree (a committed backup).
+func (h *hostTier) hold(comp core.Component, slots []int32) error {
+	for _, s := range slots {
+		if h.isHeld(comp, s) {
+			return fmt.Errorf("native: internal: %s host slot %d committed twice", comp, s)
+		}
+	}
+	for _, s := range slots {
+		h.held[comp][s>>6] |= 1 << (uint(s) & 63)
+	}
+	h.nHeld[comp] += len(slots)
+	return nil
+}
+
+// stable returns acts, deep-copied when an action that calls back into
+// the engine (a backup, a Mamba path cap) precedes others: the engine may
+// reuse the buffers of the later actions on that call.
+func (h *hostTier) stable(acts []core.Action) []core.Action {
+	k := 0
+	for ; k < len(acts)-1; k++ {
+		if a := acts[k].Kind; a == core.ActionBackupKV || a == core.ActionMambaEvictExcessPathStates {
+			break
+		}
+	}
+	if k >= len(acts)-1 {
+		return acts
+	}
+	out := slices.Clone(acts)
+	for i := range out {
+		out[i].Slots = slices.Clone(out[i].Slots)
+		out[i].Incoming = slices.Clone(out[i].Incoming)
+		out[i].Nodes = slices.Clone(out[i].Nodes)
+	}
+	return out
+}
+
+// executeHost runs the host-tier actions.
+func (c *Controller) executeHost(a *core.Action) error {
+	if c.ht == nil {
+		return fmt.Errorf("%w: cannot execute %v", ErrHostTier, *a)
+	}
+	switch a.Kind {
+	case core.ActionBackupKV:
+		return c.backupChain(a.Nodes)
+	case core.ActionRebuildFullToSWAMapping:
+		if c.hy.swa == nil {
+			return fmt.Errorf("%w: %v needs the full-to-SWA slot mapping", ErrNoPool, *a)
+		}
+		return c.hy.rebuild(a.Slots, a.Incoming)
+	case core.ActionReplaceWriteThroughOnSplit:
+		// Every write-through is acknowledged before the call that started
+		// it returns, with nothing in between that could split a node.
+		return fmt.Errorf("native: internal: %v: no write-through is pending", *a)
+	}
+	return fmt.Errorf("%w: %v", ErrUnknownAction, *a)
+}
+
+// freeHost executes a FreeHostSlots: the tree gives up host slots it
+// holds. With the canary they are poisoned first, so a later load-back
+// from a stale slot reads as a mismatch.
+func (c *Controller) freeHost(a *core.Action) error {
+	h := c.ht
+	comp := a.Component
+	if int(comp) >= len(h.host) || h.host[comp] == nil {
+		return fmt.Errorf("%w: %v: no %s host pool", ErrNoPool, *a, comp)
+	}
+	for _, s := range a.Slots {
+		if !h.isHeld(comp, s) {
+			return fmt.Errorf("%w: %v: %s host slot %d is not held by the tree", ErrAccounting, *a, comp, s)
+		}
+	}
+	p := h.host[comp]
+	if c.cfg.Canary {
+		for _, s := range a.Slots {
+			if err := p.Write(s, c.zero[:]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := p.Free(a.Slots); err != nil {
+		return err
+	}
+	for _, s := range a.Slots {
+		h.held[comp][s>>6] &^= 1 << (uint(s) & 63)
+	}
+	h.nHeld[comp] -= len(a.Slots)
+	c.stats.FreedSlots += uint64(len(a.Slots))
+	c.stats.HostFreedSlots += uint64(len(a.Slots))
+	if comp == core.Full {
+		c.stats.HostFreedTokens += uint64(len(a.Slots))
+	}
+	return nil
+}
+
+// move copies slot src of pool from into slot dst of pool to (same slot
+// size, checked when the controller was built).
+func (c *Controller) move(to Pool, dst int32, from Pool, src int32) error {
+	n := from.SlotBytes()
+	if n == 0 {
+		return nil
+	}
+	if fs, ok := from.(slotSpan); ok {
+		if ts, ok := to.(slotSpan); ok {
+			src, err := fs.slotSpan(src)
+			if err != nil {
+				return err
+			}
+			dst, err := ts.slotSpan(dst)
+			if err != nil {
+				return err
+			}
+			copy(dst, src)
+			c.stats.BytesMoved += uint64(n)
+			return nil
+		}
+	}
+	h := c.ht
+	if cap(h.buf) < n {
+		h.buf = make([]byte, n)
+	}
+	buf := h.buf[:n]
+	if err := from.Read(src, buf); err != nil {
+		return err
+	}
+	if err := to.Write(dst, buf); err != nil {
+		return err
+	}
+	c.stats.BytesMoved += uint64(n)
+	return nil
+}
+
+// hostRoom makes n slots of comp's host pool free, evicting host copies
+// (EvictHost) when it is short. It reports whether there is room.
+func (c *Controller) hostRoom(comp core.Component, n int) (bool, error) {
+	p := c.ht.host[comp]
+	avail := p.Available()
+	if avail >= n {
+		return true, nil
+	}
+	if n > p.Capacity() {
+		return false, nil
+	}
+	acts, _, err := c.eng.EvictHost(comp, n-avail, c.ht.acts[:0])
+	c.stats.HostEvictions++
+	if err == nil {
+		err = c.execute(acts)
+	}
+	clear(acts)
+	c.ht.acts = acts[:0]
+	return p.Available() >= n, err
+}
+
+// backupNeeds is what a backup spec copies, per component.
+func backupNeeds(s core.BackupSpec) [3]int {
+	var n [3]int
+	n[core.Full] = len(s.Full)
+	for _, e := range s.SWA {
+		n[core.SWA] += len(e.Slots)
+	}
+	if s.Mamba >= 0 {
+		n[core.Mamba] = 1
+	}
+	return n
+}
+
+// backupNode copies node's device data that has no host copy yet to the
+// host and commits it. It reports whether the backup happened (false:
+// the host has no room, nothing changed) and whether it copied the
+// node's Full data.
+func (c *Controller) backupNode(id core.NodeID) (ok, full bool, err error) {
+	h := c.ht
+	var spec core.BackupSpec
+	for attempt := 0; ; attempt++ {
+		if spec, err = c.eng.BackupSpec(id); err != nil {
+			return false, false, err
+		}
+		if spec.Empty() {
+			return true, false, nil
+		}
+		need := backupNeeds(spec)
+		fits := true
+		for comp, n := range need {
+			if n > 0 && h.host[comp] == nil {
+				return false, false, fmt.Errorf("%w: backup of %v copies %s data, but the controller has no %s pools", ErrNoPool, id, core.Component(comp), core.Component(comp))
+			}
+			if n > 0 && h.host[comp].Available() < n {
+				fits = false
+			}
+		}
+		if fits {
+			break
+		}
+		if attempt == 3 {
+			return false, false, nil
+		}
+		// Host evictions may change the spec (the SWA runs of the window
+		// above, a write-back host copy of the node itself): ask again.
+		for comp, n := range need {
+			if n == 0 {
+				continue
+			}
+			room, err := c.hostRoom(core.Component(comp), n)
+			if err != nil || !room {
+				return false, false, err
+			}
+		}
+	}
+	// Take every host slot first, then copy; on a failure give them back.
+	need := backupNeeds(spec)
+	slots := h.slots[:0]
+	var got [3]int
+	var cerr error
+	for comp, n := range need {
+		if n == 0 {
+			continue
+		}
+		k := len(slots)
+		if slots, cerr = h.host[comp].Alloc(slots, n); cerr != nil {
+			break
+		}
+		got[comp] = len(slots) - k
+	}
+	h.slots = slots
+	giveBack := func() error {
+		off := 0
+		var err error
+		for comp, n := range got {
+			if n > 0 {
+				err = errors.Join(err, c.dropHost(core.Component(comp), slots[off:off+n]))
+				off += n
+			}
+		}
+		return err
+	}
+	if cerr != nil {
+		return false, false, errors.Join(cerr, giveBack())
+	}
+	commit := core.BackupCommit{Mamba: -1}
+	off := 0
+	take := func(n int) []int32 { s := slots[off : off+n : off+n]; off += n; return s }
+	if spec.Full != nil {
+		commit.Full = take(len(spec.Full))
+		for k, s := range spec.Full {
+			if cerr = c.move(h.host[core.Full], commit.Full[k], c.kv, s); cerr != nil {
+				break
+			}
+		}
+	}
+	if len(spec.SWA) > 0 && cerr == nil {
+		commit.SWA = make([][]int32, len(spec.SWA))
+		for k, e := range spec.SWA {
+			commit.SWA[k] = take(len(e.Slots))
+			for j, f := range e.Slots {
+				sw := c.hy.mapping(f)
+				if sw < 0 {
+					cerr = fmt.Errorf("%w: backup of SWA data over full slot %d of %v, which maps to no SWA slot", ErrSWAMapping, f, e.Node)
+					break
+				}
+				if cerr = c.move(h.host[core.SWA], commit.SWA[k][j], c.hy.swa, sw); cerr != nil {
+					break
+				}
+			}
+			if cerr != nil {
+				break
+			}
+		}
+	}
+	if spec.Mamba >= 0 && cerr == nil {
+		commit.Mamba = take(1)[0]
+		cerr = c.move(h.host[core.Mamba], commit.Mamba, c.hy.mamba, spec.Mamba)
+	}
+	if cerr == nil {
+		cerr = c.eng.CommitBackup(id, commit)
+	}
+	if cerr != nil {
+		return false, false, errors.Join(cerr, giveBack())
+	}
+	off = 0
+	for comp, n := range got {
+		if n > 0 {
+			cerr = errors.Join(cerr, h.hold(core.Component(comp), slots[off:off+n]))
+			off += n
+		}
+	}
+	c.stats.Backups++
+	c.stats.BackedUpTokens += uint64(need[core.Full])
+	return true, spec.Full != nil, cerr
+}
+
+// dropHost frees host slots the controller took but the tree never got.
+func (c *Controller) dropHost(comp core.Component, slots []int32) error {
+	p := c.ht.host[comp]
+	if c.cfg.Canary {
+		for _, s := range slots {
+			_ = p.Write(s, c.zero[:])
+		}
+	}
+	return p.Free(slots)
+}
+
+// backupChain executes a BackupKV of an insert: each node of the chain
+// (ancestors first) is backed up; under write-through it is then locked
+// while its copy is "in flight", marked pending, acknowledged and
+// unlocked. The first node the host has no room for ends the chain (a
+// backed-up node needs a backed-up parent).
+func (c *Controller) backupChain(chain []core.NodeID) error {
+	chain = slices.Clone(chain) // the calls below may reuse the action's buffers
+	for _, id := range chain {
+		ok, full, err := c.backupNode(id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			c.stats.BackupsRefused++
+			return nil
+		}
+		if c.ht.writeBack || !full {
+			continue
+		}
+		if err := c.writeThrough(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeThrough publishes node's fresh host copy: lock, mark pending under
+// a new ack, acknowledge, unlock.
+func (c *Controller) writeThrough(id core.NodeID) error {
+	rc, err := c.eng.Lock(id, 0)
+	if err != nil {
+		return err
+	}
+	c.ht.ack++
+	ack := c.ht.ack
+	ids, err := c.eng.MarkWriteThroughPending([]core.NodeID{id}, ack)
+	if err == nil {
+		ids = slices.Clone(ids)
+		err = c.eng.FinishWriteThrough(ids, ack)
+	}
+	if err == nil {
+		c.stats.WriteThroughs++
+	}
+	return errors.Join(err, c.eng.Unlock(id, rc, false))
+}
+
+// evictToHost finishes a write-back eviction step that handed leaf id to
+// the host: back it up and demote it, or, when the host has no room,
+// drop it (with its host-only descendants). A drop the tree declines
+// leaves the leaf where it is.
+func (c *Controller) evictToHost(comp core.Component, id core.NodeID) error {
+	ok, _, err := c.backupNode(id)
+	if err != nil {
+		return err
+	}
+	if ok {
+		acts, err := c.eng.Demote(id)
+		if err == nil && len(acts) > 0 {
+			c.stats.Demoted++
+		}
+		return errors.Join(err, c.executeEviction(comp, acts))
+	}
+	c.stats.BackupsRefused++
+	dropped, acts, err := c.eng.DropSubtreeNoHost(id)
+	if dropped {
+		c.stats.Dropped++
+	}
+	return errors.Join(err, c.executeEviction(comp, acts))
+}
+
+// executeEviction runs the actions of one step of a device eviction walk
+// (or of the demotion or drop that ends one), counting the evicted nodes
+// and tokens; a BackupKV hands its leaf to the host (write-back).
+func (c *Controller) executeEviction(comp core.Component, acts []core.Action) error {
+	acts = c.ht.stable(acts)
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	for k := range acts {
+		a := &acts[k]
+		if a.Kind == core.ActionBackupKV {
+			nodes := a.Nodes
+			if len(nodes) == 0 {
+				nodes = []core.NodeID{a.Node}
+			}
+			for _, id := range slices.Clone(nodes) {
+				keep(c.evictToHost(comp, id))
+			}
+			continue
+		}
+		if a.Kind == core.ActionFreeDeviceSlots && a.Component == core.Full {
+			c.stats.EvictedNodes++
+			if comp == core.Full {
+				c.stats.EvictedTokens += uint64(len(a.Slots))
+			}
+		}
+		keep(c.executeOne(a))
+	}
+	return first
+}
+
+// evictSteps is ensure with a host tier: a step-wise eviction walk of
+// comp, run until p has n slots free, whose write-back steps back leaves
+// up and demote (or drop) them. A walk that ends short (a drop the tree
+// declined) is followed by another while they make progress.
+func (c *Controller) evictSteps(comp core.Component, p Pool, n int) error {
+	for round := 0; p.Available() < n && round < 4; round++ {
+		before := p.Available()
+		if err := c.eng.EvictStart(comp, n-before); err != nil {
+			return err
+		}
+		var err error
+		for err == nil && p.Available() < n {
+			var st core.EvictStep
+			if st, err = c.eng.EvictNext(); err != nil || st.Done {
+				break
+			}
+			err = c.executeEviction(comp, st.Actions)
+		}
+		if err = errors.Join(err, c.eng.EvictEnd()); err != nil {
+			return err
+		}
+		if p.Available() == before {
+			break
+		}
+	}
+	if avail := p.Available(); avail < n {
+		return fmt.Errorf("%w: %d %s slots needed, %d free after evicting (the rest is locked or could not be demoted)",
+			ErrPoolExhausted, n, comp, avail)
+	}
+	return nil
+}
+
+// planNeeds is what a load-back plan copies, per component.
+func planNeeds(p core.LoadBackPlan) [3]int {
+	var n [3]int
+	n[core.Full] = p.Atoms()
+	for _, e := range p.SWA {
+		n[core.SWA] += len(e.Slots)
+	}
+	if p.Mamba >= 0 {
+		n[core.Mamba] = 1
+	}
+	return n
+}
+
+// hostHit handles an arrival whose match found more on the host than on
+// the device (Best below LastDevice): it loads Best's host-only prefix
+// back and matches again. It returns the match to use and how many
+// tokens the load-back added to the device hit; a load-back that the
+// tree declines (pinned, nothing to load) or the device cannot take
+// leaves the first match.
+func (c *Controller) hostHit(ns core.Namespace, tokens []uint32, m core.MatchResult) (core.MatchResult, int, error) {
+	loaded, err := c.loadBack(m.Best)
+	if err != nil || !loaded {
+		return m, 0, err
+	}
+	first := m.DeviceLen
+	m, err = c.eng.Match(m.Indices[:0], ns, tokens)
+	if err != nil {
+		return m, 0, err
+	}
+	if err := c.execute(m.Actions); err != nil {
+		return m, 0, err
+	}
+	gain := max(m.DeviceLen-first, 0)
+	c.stats.HostHitTokens += uint64(gain)
+	return m, gain, nil
+}
+
+// loadBack brings anchor's host-only data back to the device under a
+// host lock and a device lock on anchor: plan, make device room, copy
+// host to device, commit, finish. It reports whether it loaded anything.
+func (c *Controller) loadBack(anchor core.NodeID) (bool, error) {
+	hr, err := c.eng.HostLock(anchor)
+	if err != nil {
+		return false, err
+	}
+	rc, err := c.eng.Lock(anchor, 0)
+	if err != nil {
+		return false, errors.Join(err, c.eng.HostUnlock(anchor, hr))
+	}
+	ok, err := c.loadBackLocked(anchor)
+	err = errors.Join(err, c.eng.Unlock(anchor, rc, false), c.eng.HostUnlock(anchor, hr))
+	return ok, err
+}
+
+func (c *Controller) loadBackLocked(anchor core.NodeID) (bool, error) {
+	plan, err := c.eng.LoadBackPlan(anchor)
+	if err != nil {
+		return false, err
+	}
+	if plan.Pinned || plan.Empty() {
+		c.stats.LoadBacksSkipped++
+		return false, nil
+	}
+	need := planNeeds(plan)
+	for comp, n := range need {
+		if n == 0 {
+			continue
+		}
+		if c.ht.dev[comp] == nil || c.ht.host[comp] == nil {
+			return false, fmt.Errorf("%w: load-back of %v brings %s data, but the controller has no %s pools", ErrNoPool, anchor, core.Component(comp), core.Component(comp))
+		}
+		if err := c.ensure(core.Component(comp), c.ht.dev[comp], n); err != nil {
+			if errors.Is(err, ErrPoolExhausted) {
+				c.stats.LoadBacksSkipped++
+				return false, nil // the device cannot take it now: recompute instead
+			}
+			return false, err
+		}
+	}
+	// Making room may have changed the plan (evictions, host evictions
+	// of write-back backups): plan again with what is there now.
+	if plan, err = c.eng.LoadBackPlan(anchor); err != nil {
+		return false, err
+	}
+	need = planNeeds(plan)
+	for comp, n := range need {
+		if n > 0 && c.ht.dev[comp].Available() < n {
+			c.stats.LoadBacksSkipped++
+			return false, nil
+		}
+	}
+	if plan.Pinned || plan.Empty() {
+		c.stats.LoadBacksSkipped++
+		return false, nil
+	}
+	// Take the device slots (plain Full slots: the SWA side of the loaded
+	// nodes in the window comes from the plan's SWA runs, mapped by the
+	// commit's RebuildFullToSWAMapping actions), then copy.
+	h := c.ht
+	slots := h.slots[:0]
+	var got [3]int
+	for comp, n := range need {
+		if n == 0 {
+			continue
+		}
+		k := len(slots)
+		if slots, err = h.dev[comp].Alloc(slots, n); err != nil {
+			break
+		}
+		got[comp] = len(slots) - k
+	}
+	h.slots = slots
+	giveBack := func() error {
+		off := 0
+		var err error
+		for comp, n := range got {
+			if n > 0 {
+				err = errors.Join(err, c.freeSlots(h.dev[comp], slots[off:off+n]))
+				off += n
+			}
+		}
+		return err
+	}
+	if err != nil {
+		return false, errors.Join(err, giveBack())
+	}
+	commit := core.LoadBackCommit{Mamba: -1}
+	off := 0
+	take := func(n int) []int32 { s := slots[off : off+n : off+n]; off += n; return s }
+	commit.Full = make([][]int32, len(plan.Full))
+	for k, e := range plan.Full {
+		commit.Full[k] = take(len(e.Slots))
+		for j, s := range e.Slots {
+			if err = c.move(c.kv, commit.Full[k][j], h.host[core.Full], s); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if len(plan.SWA) > 0 && err == nil {
+		commit.SWA = make([][]int32, len(plan.SWA))
+		for k, e := range plan.SWA {
+			commit.SWA[k] = take(len(e.Slots))
+			for j, s := range e.Slots {
+				if err = c.move(c.hy.swa, commit.SWA[k][j], h.host[core.SWA], s); err != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
+	if plan.Mamba >= 0 && err == nil {
+		commit.Mamba = take(1)[0]
+		err = c.move(c.hy.mamba, commit.Mamba, h.host[core.Mamba], plan.Mamba)
+	}
+	var acts []core.Action
+	if err == nil {
+		acts, err = c.eng.CommitLoadBack(anchor, commit)
+	}
+	if err != nil {
+		return false, errors.Join(err, giveBack())
+	}
+	// The tree holds the loaded slots now; the actions map the loaded SWA
+	// slots under their nodes' Full slots.
+	err = c.execute(acts)
+	err = errors.Join(err, c.eng.FinishLoadBack(anchor))
+	c.stats.LoadBacks++
+	c.stats.LoadedTokens += uint64(need[core.Full])
+	return true, err
+}
+
+// rebuild maps each Full slot full[k] to the SWA slot swa[k] that a
+// load-back filled (RebuildFullToSWAMapping); it changes nothing unless
+// no Full slot maps to an SWA slot yet.
+func (h *hybrid) rebuild(full, swa []int32) error {
+	if len(full) != len(swa) {
+		return fmt.Errorf("%w: RebuildFullToSWAMapping: %d full slots for %d SWA slots", ErrSWAMapping, len(full), len(swa))
+	}
+	for _, f := range full {
+		if uint32(f) >= uint32(len(h.swaOf)) || h.swaOf[f] >= 0 {
+			return fmt.Errorf("%w: RebuildFullToSWAMapping: full slot %d is out of range or already maps to an SWA slot", ErrSWAMapping, f)
+		}
+	}
+	for k, f := range full {
+		h.swaOf[f] = swa[k]
+	}
+	h.mapped += len(full)
+	return nil
+}
+
+// auditHost is Audit's part for the host pools: the slots the tree holds
+// and the free ones make up each pool, and, with the canary, every held
+// slot holds a record (a backup that recorded one slot and wrote another
+// leaves a poisoned or never-written slot held).
+func (c *Controller) auditHost() error {
+	h := c.ht
+	if h == nil {
+		return nil
+	}
+	var rec [CanaryBytes]byte
+	for comp, p := range h.host {
+		if p == nil {
+			continue
+		}
+		name := core.Component(comp)
+		avail, capa := p.Available(), p.Capacity()
+		if avail+h.nHeld[comp] != capa {
+			return fmt.Errorf("%w: %s host pool: %d free + %d held by the tree = %d, capacity %d",
+				ErrAccounting, name, avail, h.nHeld[comp], avail+h.nHeld[comp], capa)
+		}
+		if !c.cfg.Canary {
+			continue
+		}
+		for w, word := range h.held[comp] {
+			for word != 0 {
+				b := word & -word
+				word ^= b
+				s := int32(w*64 + bits.TrailingZeros64(b))
+				if err := p.Read(s, rec[:]); err != nil {
+					return fmt.Errorf("%w: %s host slot %d, held by the tree: %v", ErrAccounting, name, s, err)
+				}
+				if rec == c.zero {
+					c.stats.CanaryMismatches++
+					return fmt.Errorf("%w: %s host slot %d, held by the tree, holds no record", ErrCanaryMismatch, name, s)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// HostHeld returns how many slots of component comp's host pool the tree
+// holds: host copies backed up and not evicted since (0 without a host
+// tier).
+func (c *Controller) HostHeld(comp core.Component) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ht == nil || int(comp) >= len(c.ht.nHeld) {
+		return 0
+	}
+	return c.ht.nHeld[comp]
+}
