@@ -532,7 +532,9 @@ func (c *Controller) insertLocked(r *Request, upto int, chunked bool, mslot int3
 		Namespace:     r.ns,
 		Tokens:        r.tokens[:upto],
 		Slots:         r.slots[:upto],
-		PrevPrefixLen: r.protected,
+		// With bigram keys the protected prefix can reach one atom past
+		// what upto tokens make (its last token not yet computed).
+		PrevPrefixLen: min(r.protected, c.alignedAtoms(upto)),
 		Chunked:       chunked,
 		MambaSlot:     mslot,
 	}
@@ -636,7 +638,8 @@ func (c *Controller) Finish(r *Request) error {
 		err = c.settleDonation(mslot, res)
 		r.mstate = -1
 	}
-	err = errors.Join(err, c.freeOwned(r, res.TotalLen, computed))
+	// The tree owns [0, protected) even where the insert stopped short.
+	err = errors.Join(err, c.freeOwned(r, max(res.TotalLen, r.protected), computed))
 	err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, r.swaReleased))
 	c.retire(r)
 	c.stats.Finished++

@@ -508,3 +508,19 @@ func TestController_TakeEvents(t *testing.T) {
 		require.ErrorIs(t, err, ErrClosed)
 	})
 }
+
+// TestController_BigramFinishRightAfterArrive: with bigram keys a cached
+// prefix of n atoms covers n+1 tokens, so a request that finishes right
+// after arriving (its last token not yet computed) has fewer insertable
+// atoms than its protected prefix. Finish must neither pass a prefix
+// longer than the key nor free the tree's slots.
+func TestController_BigramFinishRightAfterArrive(t *testing.T) {
+	c, _ := newCtl(t, 64, core.Config{PageSize: 1, Bigram: true}, canaryOn)
+	run(t, c, core.Namespace{}, seq(1, 8))
+	r, err := c.Arrive(core.Namespace{}, seq(1, 8))
+	require.NoError(t, err)
+	require.NoError(t, c.Finish(r))
+	require.NoError(t, c.Audit())
+	run(t, c, core.Namespace{}, seq(1, 9))
+	require.NoError(t, c.Audit())
+}
