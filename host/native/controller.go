@@ -529,9 +529,9 @@ func (c *Controller) freeSlots(p Pool, slots []int32) error {
 // failure that left the tree and the pools untouched.
 func (c *Controller) insertLocked(r *Request, upto int, chunked bool, mslot int32) (res core.InsertResult, clean bool, err error) {
 	p := core.InsertParams{
-		Namespace:     r.ns,
-		Tokens:        r.tokens[:upto],
-		Slots:         r.slots[:upto],
+		Namespace: r.ns,
+		Tokens:    r.tokens[:upto],
+		Slots:     r.slots[:upto],
 		// With bigram keys the protected prefix can reach one atom past
 		// what upto tokens make (its last token not yet computed).
 		PrevPrefixLen: min(r.protected, c.alignedAtoms(upto)),
