@@ -873,22 +873,32 @@ func (c *Controller) Audit() error {
 	if err := c.eng.SanityCheck(); err != nil {
 		return err
 	}
-	ev, err := c.eng.Evictable(core.Full)
-	if err != nil {
+	if err := c.auditCount(core.Full, c.kv, c.owned, ""); err != nil {
 		return err
-	}
-	pr, err := c.eng.Protected(core.Full)
-	if err != nil {
-		return err
-	}
-	if avail, capa := c.kv.Available(), c.kv.Capacity(); avail+ev+pr+c.owned != capa {
-		return fmt.Errorf("%w: %d free + %d evictable + %d protected + %d owned by %d running requests = %d, capacity %d",
-			ErrAccounting, avail, ev, pr, c.owned, c.live, avail+ev+pr+c.owned, capa)
 	}
 	if err := c.auditHybrid(); err != nil {
 		return err
 	}
 	return c.auditHost()
+}
+
+// auditCount checks that p's free slots and comp's evictable, protected
+// and request-owned ones add up to p's capacity: the Full, SWA and Mamba
+// pools keep the same count. what names the pool in the error ("" for Full).
+func (c *Controller) auditCount(comp core.Component, p Pool, owned int, what string) error {
+	ev, err := c.eng.Evictable(comp)
+	if err != nil {
+		return err
+	}
+	pr, err := c.eng.Protected(comp)
+	if err != nil {
+		return err
+	}
+	if avail, capa := p.Available(), p.Capacity(); avail+ev+pr+owned != capa {
+		return fmt.Errorf("%w: %s%d free + %d evictable + %d protected + %d owned by %d running requests = %d, capacity %d",
+			ErrAccounting, what, avail, ev, pr, owned, c.live, avail+ev+pr+owned, capa)
+	}
+	return nil
 }
 
 // TakeEvents drains the engine's KV cache events (see Engine.TakeEvents)

@@ -233,6 +233,41 @@ func backupNeeds(s core.BackupSpec) [3]int {
 	return n
 }
 
+// takeSlots allocates need[comp] slots from pools[comp] for each component
+// in turn, into the scratch buffer; backups (host pools) and load-backs
+// (device pools) take their slots the same way. It stops at the first
+// error; got[comp] counts what each component took, for giveBackSlots.
+func (h *hostTier) takeSlots(pools *[3]Pool, need [3]int) (slots []int32, got [3]int, err error) {
+	slots = h.slots[:0]
+	for comp, n := range need {
+		if n == 0 {
+			continue
+		}
+		k := len(slots)
+		if slots, err = pools[comp].Alloc(slots, n); err != nil {
+			break
+		}
+		got[comp] = len(slots) - k
+	}
+	h.slots = slots
+	return slots, got, err
+}
+
+// giveBackSlots frees the slots takeSlots took, got[comp] of them per
+// component in turn, through free (which differs for host and device
+// pools); it tries every component and joins the errors.
+func giveBackSlots(slots []int32, got [3]int, free func(comp core.Component, s []int32) error) error {
+	off := 0
+	var err error
+	for comp, n := range got {
+		if n > 0 {
+			err = errors.Join(err, free(core.Component(comp), slots[off:off+n]))
+			off += n
+		}
+	}
+	return err
+}
+
 // backupNode copies node's device data that has no host copy yet to the
 // host and commits it. It reports whether the backup happened (false:
 // the host has no room, nothing changed) and whether it copied the
@@ -277,31 +312,8 @@ func (c *Controller) backupNode(id core.NodeID) (ok, full bool, err error) {
 	}
 	// Take every host slot first, then copy; on a failure give them back.
 	need := backupNeeds(spec)
-	slots := h.slots[:0]
-	var got [3]int
-	var cerr error
-	for comp, n := range need {
-		if n == 0 {
-			continue
-		}
-		k := len(slots)
-		if slots, cerr = h.host[comp].Alloc(slots, n); cerr != nil {
-			break
-		}
-		got[comp] = len(slots) - k
-	}
-	h.slots = slots
-	giveBack := func() error {
-		off := 0
-		var err error
-		for comp, n := range got {
-			if n > 0 {
-				err = errors.Join(err, c.dropHost(core.Component(comp), slots[off:off+n]))
-				off += n
-			}
-		}
-		return err
-	}
+	slots, got, cerr := h.takeSlots(&h.host, need)
+	giveBack := func() error { return giveBackSlots(slots, got, c.dropHost) }
 	if cerr != nil {
 		return false, false, errors.Join(cerr, giveBack())
 	}
@@ -603,29 +615,11 @@ func (c *Controller) loadBackLocked(anchor core.NodeID) (bool, error) {
 	// nodes in the window comes from the plan's SWA runs, mapped by the
 	// commit's RebuildFullToSWAMapping actions), then copy.
 	h := c.ht
-	slots := h.slots[:0]
-	var got [3]int
-	for comp, n := range need {
-		if n == 0 {
-			continue
-		}
-		k := len(slots)
-		if slots, err = h.dev[comp].Alloc(slots, n); err != nil {
-			break
-		}
-		got[comp] = len(slots) - k
-	}
-	h.slots = slots
+	slots, got, err := h.takeSlots(&h.dev, need)
 	giveBack := func() error {
-		off := 0
-		var err error
-		for comp, n := range got {
-			if n > 0 {
-				err = errors.Join(err, c.freeSlots(h.dev[comp], slots[off:off+n]))
-				off += n
-			}
-		}
-		return err
+		return giveBackSlots(slots, got, func(comp core.Component, s []int32) error {
+			return c.freeSlots(h.dev[comp], s)
+		})
 	}
 	if err != nil {
 		return false, errors.Join(err, giveBack())

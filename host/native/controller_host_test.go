@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/radixkv/radixkv/core"
@@ -389,14 +388,6 @@ func hostTrace(t *testing.T, c *Controller, seed uint64, steps int) string {
 	var b strings.Builder
 	var running []*Request
 	drop := func(k int) { running = append(running[:k], running[k+1:]...) }
-	tolerate := func(r *Request, err error) bool {
-		if err == nil {
-			return true
-		}
-		require.ErrorIs(t, err, ErrPoolExhausted)
-		require.NoError(t, c.Abort(r))
-		return false
-	}
 	for step := range steps {
 		if len(running) == 0 || (len(running) < 4 && rng.IntN(4) == 0) {
 			ns, prompt := g.prompt()
@@ -410,35 +401,7 @@ func hostTrace(t *testing.T, c *Controller, seed uint64, steps int) string {
 			}
 		} else {
 			k := rng.IntN(len(running))
-			r := running[k]
-			switch op := rng.IntN(12); {
-			case op < 5:
-				var err error
-				if r.Pending() == 0 {
-					err = c.Extend(r, g.tokens(1+rng.IntN(4))...)
-				} else {
-					err = c.Prefill(r, 1+rng.IntN(r.Pending()))
-				}
-				if !tolerate(r, err) {
-					drop(k)
-				}
-			case op < 7:
-				err := c.FinishChunk(r, max(0, r.Computed()-rng.IntN(2)))
-				if err != nil && !errorIsChunkWindow(err) && !tolerate(r, err) {
-					drop(k)
-				}
-			case op < 8:
-				require.NoError(t, c.Verify(r))
-			case op < 9:
-				require.NoError(t, c.Abort(r))
-				drop(k)
-			default:
-				if !tolerate(r, c.Prefill(r, r.Pending())) {
-					drop(k)
-					break
-				}
-				require.NoError(t, c.Verify(r))
-				require.NoError(t, c.Finish(r))
+			if churnStep(t, c, g, running[k]) {
 				drop(k)
 			}
 		}
@@ -446,18 +409,12 @@ func hostTrace(t *testing.T, c *Controller, seed uint64, steps int) string {
 	}
 	for _, r := range running {
 		// (A bigram request cannot finish with its last token pending.)
-		if tolerate(r, c.Prefill(r, r.Pending())) {
+		if tolerate(t, c, r, c.Prefill(r, r.Pending())) {
 			require.NoError(t, c.Finish(r))
 		}
 	}
 	require.NoError(t, c.Audit())
-	for _, d := range g.docs {
-		for _, ns := range g.nss {
-			got, err := c.Match(nil, ns, d)
-			require.NoError(t, err)
-			require.NoError(t, c.VerifyMatch(ns, d, got))
-		}
-	}
+	requireDocsReadBack(t, c, g)
 	fmt.Fprintf(&b, "stats %+v\n", c.Stats())
 	render, err := c.Engine().Render()
 	require.NoError(t, err)
@@ -598,40 +555,7 @@ func TestControllerHost_Hammer(t *testing.T) {
 			forEachEngine(t, func(t *testing.T, newEngine engineCtor) {
 				const workers, requests = 6, 100
 				c, p, _ := newHostCtl(t, newEngine, core.Config{PageSize: 2}, wp, tierSizes{256}, tierSizes{512}, canaryOn)
-				var wg sync.WaitGroup
-				errc := make(chan error, workers+1)
-				stop := make(chan struct{})
-				for w := range workers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						errc <- hammerWorker(c, newWorkloadGen(uint64(300+w)), requests)
-					}()
-				}
-				var auditor sync.WaitGroup
-				auditor.Add(1)
-				go func() {
-					defer auditor.Done()
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						if err := c.Audit(); err != nil {
-							errc <- err
-							return
-						}
-						_ = c.HostHeld(core.Full)
-					}
-				}()
-				wg.Wait()
-				close(stop)
-				auditor.Wait()
-				close(errc)
-				for err := range errc {
-					require.NoError(t, err)
-				}
+				hammer(t, c, workers, requests, 300, func() { _ = c.HostHeld(core.Full) })
 				hostIdle(t, c, p)
 				st := c.Stats()
 				require.Zero(t, st.CanaryMismatches)

@@ -435,20 +435,10 @@ func (c *Controller) settleDonation(slot int32, res core.InsertResult) error {
 func (c *Controller) auditHybrid() error {
 	h := &c.hy
 	if h.swa != nil {
-		ev, err := c.eng.Evictable(core.SWA)
-		if err != nil {
+		if err := c.auditCount(core.SWA, h.swa, h.ownedSWA, "SWA pool: "); err != nil {
 			return err
 		}
-		pr, err := c.eng.Protected(core.SWA)
-		if err != nil {
-			return err
-		}
-		avail, capa := h.swa.Available(), h.swa.Capacity()
-		if avail+ev+pr+h.ownedSWA != capa {
-			return fmt.Errorf("%w: SWA pool: %d free + %d evictable + %d protected + %d owned by %d running requests = %d, capacity %d",
-				ErrAccounting, avail, ev, pr, h.ownedSWA, c.live, avail+ev+pr+h.ownedSWA, capa)
-		}
-		if h.mapped != capa-avail {
+		if avail, capa := h.swa.Available(), h.swa.Capacity(); h.mapped != capa-avail {
 			return fmt.Errorf("%w: %d full slots map to SWA slots, %d SWA slots are allocated", ErrSWAMapping, h.mapped, capa-avail)
 		}
 		if err := c.auditMapping(); err != nil {
@@ -456,19 +446,7 @@ func (c *Controller) auditHybrid() error {
 		}
 	}
 	if h.mamba != nil {
-		ev, err := c.eng.Evictable(core.Mamba)
-		if err != nil {
-			return err
-		}
-		pr, err := c.eng.Protected(core.Mamba)
-		if err != nil {
-			return err
-		}
-		avail, capa := h.mamba.Available(), h.mamba.Capacity()
-		if avail+ev+pr+h.ownedMamba != capa {
-			return fmt.Errorf("%w: Mamba pool: %d free + %d evictable + %d protected + %d owned by %d running requests = %d, capacity %d",
-				ErrAccounting, avail, ev, pr, h.ownedMamba, c.live, avail+ev+pr+h.ownedMamba, capa)
-		}
+		return c.auditCount(core.Mamba, h.mamba, h.ownedMamba, "Mamba pool: ")
 	}
 	return nil
 }

@@ -489,15 +489,6 @@ func TestController_HybridRandomWorkload(t *testing.T) {
 				rng := g.rng
 				var running []*Request
 				drop := func(k int) { running = append(running[:k], running[k+1:]...) }
-				// tolerate aborts r when the pools are exhausted.
-				tolerate := func(r *Request, err error) bool {
-					if err == nil {
-						return true
-					}
-					require.ErrorIs(t, err, ErrPoolExhausted)
-					require.NoError(t, c.Abort(r))
-					return false
-				}
 				for step := range steps {
 					if len(running) == 0 || (len(running) < 5 && rng.IntN(4) == 0) {
 						ns, prompt := g.prompt()
@@ -509,35 +500,7 @@ func TestController_HybridRandomWorkload(t *testing.T) {
 						}
 					} else {
 						k := rng.IntN(len(running))
-						r := running[k]
-						switch op := rng.IntN(12); {
-						case op < 5: // prefill a chunk, or decode
-							var err error
-							if r.Pending() == 0 {
-								err = c.Extend(r, g.tokens(1+rng.IntN(4))...)
-							} else {
-								err = c.Prefill(r, 1+rng.IntN(r.Pending()))
-							}
-							if !tolerate(r, err) {
-								drop(k)
-							}
-						case op < 7:
-							err := c.FinishChunk(r, max(0, r.Computed()-rng.IntN(2)))
-							if err != nil && !errorIsChunkWindow(err) && !tolerate(r, err) {
-								drop(k)
-							}
-						case op < 8:
-							require.NoError(t, c.Verify(r))
-						case op < 9:
-							require.NoError(t, c.Abort(r))
-							drop(k)
-						default:
-							if !tolerate(r, c.Prefill(r, r.Pending())) {
-								drop(k)
-								break
-							}
-							require.NoError(t, c.Verify(r))
-							require.NoError(t, c.Finish(r))
+						if churnStep(t, c, g, running[k]) {
 							drop(k)
 						}
 					}
@@ -547,13 +510,7 @@ func TestController_HybridRandomWorkload(t *testing.T) {
 					require.NoError(t, c.Finish(r))
 				}
 				requireIdle(t, c, p)
-				for _, d := range g.docs {
-					for _, ns := range g.nss {
-						got, err := c.Match(nil, ns, d)
-						require.NoError(t, err)
-						require.NoError(t, c.VerifyMatch(ns, d, got))
-					}
-				}
+				requireDocsReadBack(t, c, g)
 				st := c.Stats()
 				require.Zero(t, st.CanaryMismatches)
 				require.NotZero(t, st.EvictedNodes)

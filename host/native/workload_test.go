@@ -124,13 +124,7 @@ func TestController_RandomWorkload(t *testing.T) {
 				require.Equal(t, capacity, kv.Available()+ev)
 
 				// Every cached prefix still reads back as its own data.
-				for _, d := range g.docs {
-					for _, ns := range g.nss {
-						got, err := c.Match(nil, ns, d)
-						require.NoError(t, err)
-						require.NoError(t, c.VerifyMatch(ns, d, got))
-					}
-				}
+				requireDocsReadBack(t, c, g)
 				st := c.Stats()
 				require.Zero(t, st.CanaryMismatches)
 				require.NotZero(t, st.EvictedNodes, "capacity is small enough to force evictions")
@@ -149,40 +143,7 @@ func TestController_Hammer(t *testing.T) {
 			capacity = 384
 		)
 		c, kv := newCtlOn(t, newEngine, capacity, core.Config{PageSize: 2}, canaryOn)
-		var wg sync.WaitGroup
-		errc := make(chan error, workers+1)
-		stop := make(chan struct{})
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errc <- hammerWorker(c, newWorkloadGen(uint64(100+w)), requests)
-			}()
-		}
-		var auditor sync.WaitGroup
-		auditor.Add(1)
-		go func() { // audits interleave with the workers' calls
-			defer auditor.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := c.Audit(); err != nil {
-					errc <- err
-					return
-				}
-				_ = c.Stats()
-			}
-		}()
-		wg.Wait()
-		close(stop)
-		auditor.Wait()
-		close(errc)
-		for err := range errc {
-			require.NoError(t, err)
-		}
+		hammer(t, c, workers, requests, 100, func() { _ = c.Stats() })
 		require.NoError(t, c.Audit())
 		ev, pr := sizes(t, c)
 		require.Zero(t, pr)
@@ -192,6 +153,96 @@ func TestController_Hammer(t *testing.T) {
 		require.EqualValues(t, workers*requests, st.Requests)
 		require.EqualValues(t, workers*requests, st.Finished+st.Aborted)
 	})
+}
+
+// requireDocsReadBack requires that every base document, in every
+// namespace, matches what is cached and reads back as its own data: the
+// end check the random workloads share.
+func requireDocsReadBack(t *testing.T, c *Controller, g *workloadGen) {
+	t.Helper()
+	for _, d := range g.docs {
+		for _, ns := range g.nss {
+			got, err := c.Match(nil, ns, d)
+			require.NoError(t, err)
+			require.NoError(t, c.VerifyMatch(ns, d, got))
+		}
+	}
+}
+
+// churnStep applies one random operation (a prefill chunk or decode, a
+// chunk finish, a verify, an abort, a finish) to the running request r,
+// as the host-tier and hybrid random workloads both do; an exhausted pool
+// aborts r. It reports whether r is no longer running.
+func churnStep(t *testing.T, c *Controller, g *workloadGen, r *Request) (gone bool) {
+	t.Helper()
+	rng := g.rng
+	switch op := rng.IntN(12); {
+	case op < 5: // prefill a chunk, or decode
+		var err error
+		if r.Pending() == 0 {
+			err = c.Extend(r, g.tokens(1+rng.IntN(4))...)
+		} else {
+			err = c.Prefill(r, 1+rng.IntN(r.Pending()))
+		}
+		return !tolerate(t, c, r, err)
+	case op < 7:
+		err := c.FinishChunk(r, max(0, r.Computed()-rng.IntN(2)))
+		return err != nil && !errorIsChunkWindow(err) && !tolerate(t, c, r, err)
+	case op < 8:
+		require.NoError(t, c.Verify(r))
+		return false
+	case op < 9:
+		require.NoError(t, c.Abort(r))
+		return true
+	default:
+		if !tolerate(t, c, r, c.Prefill(r, r.Pending())) {
+			return true
+		}
+		require.NoError(t, c.Verify(r))
+		require.NoError(t, c.Finish(r))
+		return true
+	}
+}
+
+// hammer runs workers goroutines of hammerWorker (seeded seed+w) on c
+// while another audits in a loop, calling probe between audits, and
+// requires that no call failed: the hammer tests of both tiers share it.
+func hammer(t *testing.T, c *Controller, workers, requests int, seed uint64, probe func()) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errc := make(chan error, workers+1)
+	stop := make(chan struct{})
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errc <- hammerWorker(c, newWorkloadGen(seed+uint64(w)), requests)
+		}()
+	}
+	var auditor sync.WaitGroup
+	auditor.Add(1)
+	go func() { // audits interleave with the workers' calls
+		defer auditor.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := c.Audit(); err != nil {
+				errc <- err
+				return
+			}
+			probe()
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	auditor.Wait()
+	close(errc)
+	for err := range errc {
+		require.NoError(t, err)
+	}
 }
 
 func hammerWorker(c *Controller, g *workloadGen, n int) error {
