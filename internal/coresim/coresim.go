@@ -83,19 +83,9 @@ func Run(cfg Config, reqs []workload.Request) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("coresim: %w", err)
 	}
-	s := &sim{cfg: cfg, tree: tree, free: make([]int32, cfg.Capacity)}
-	for k := range s.free {
-		s.free[k] = int32(k)
-	}
-	for k := range reqs {
-		if err := s.request(k, &reqs[k]); err != nil {
-			return s.finish(), err
-		}
-		if cfg.SanityEvery > 0 && (k+1)%cfg.SanityEvery == 0 {
-			if err := tree.SanityCheck(); err != nil {
-				return s.finish(), fmt.Errorf("coresim: after request %d: %w", k, err)
-			}
-		}
+	s := &sim{cfg: cfg, tree: tree, free: identity(cfg.Capacity)}
+	if err := s.replay(reqs, s.request); err != nil {
+		return s.finish(), err
 	}
 	st := s.finish()
 	if cfg.SanityEvery > 0 {
@@ -121,38 +111,72 @@ func (s *sim) finish() Stats {
 	return st
 }
 
-// request runs one request through match, lock, allocate, insert, unlock.
-func (s *sim) request(k int, req *workload.Request) error {
-	t := s.tree
+// identity returns the free list of a pool of n slots.
+func identity(n int) []int32 {
+	free := make([]int32, n)
+	for k := range free {
+		free[k] = int32(k)
+	}
+	return free
+}
+
+// replay runs each request through one, checking the tree's sanity every
+// cfg.SanityEvery requests.
+func (s *sim) replay(reqs []workload.Request, one func(k int, req *workload.Request) error) error {
+	for k := range reqs {
+		if err := one(k, &reqs[k]); err != nil {
+			return err
+		}
+		if s.cfg.SanityEvery > 0 && (k+1)%s.cfg.SanityEvery == 0 {
+			if err := s.tree.SanityCheck(); err != nil {
+				return fmt.Errorf("coresim: after request %d: %w", k, err)
+			}
+		}
+	}
+	return nil
+}
+
+// namespaceOf maps a trace request's namespace to a cache salt.
+func namespaceOf(req *workload.Request) core.Namespace {
 	var ns core.Namespace
 	if req.Namespace != "" {
 		ns.CacheSalt = req.Namespace
 	}
-	tokens := req.Tokens
-	res, err := t.Match(s.matched[:0], ns, tokens)
+	return ns
+}
+
+// request runs one request through match, lock, allocate, insert, unlock.
+func (s *sim) request(k int, req *workload.Request) error {
+	ns := namespaceOf(req)
+	res, err := s.tree.Match(s.matched[:0], ns, req.Tokens)
 	if err != nil {
 		return fmt.Errorf("coresim: request %d: match: %w", k, err)
 	}
 	s.matched = res.Indices
+	if err := s.serve(k, ns, req.Tokens, res, s.room, s.execInsert); err != nil {
+		return err
+	}
+	s.st.MatchedTokens += int64(res.DeviceLen)
+	return nil
+}
+
+// serve runs a matched request on the device: it locks the cached
+// prefix, makes room for the fresh slots (room) and takes them, inserts
+// the aligned sequence and executes the insert's actions (exec), returns
+// the ragged tail, which is computed but never cached, and unlocks.
+func (s *sim) serve(k int, ns core.Namespace, tokens []uint32, res core.MatchResult,
+	room func(k, need int) error, exec func(k int, acts []core.Action) error) error {
+	t := s.tree
 	m := res.DeviceLen
 	rcpt, err := t.Lock(res.LastDevice, 0)
 	if err != nil {
 		return fmt.Errorf("coresim: request %d: lock: %w", k, err)
 	}
-
 	need := len(tokens) - m
-	if short := need - len(s.free); short > 0 {
-		if err := s.evict(k, short); err != nil {
-			// Leave the tree consistent for a caller that inspects it.
-			_ = t.Unlock(res.LastDevice, rcpt, false)
-			return err
-		}
-		if need > len(s.free) {
-			err := fmt.Errorf("%w: request %d needs %d fresh slots (%d input tokens, %d matched) but only %d are free after eviction; capacity %d, %d held locked",
-				ErrCapacity, k, need, len(tokens), m, len(s.free), s.cfg.Capacity, t.Protected(core.Full))
-			_ = t.Unlock(res.LastDevice, rcpt, false)
-			return err
-		}
+	if err := room(k, need); err != nil {
+		// Leave the tree consistent for a caller that inspects it.
+		_ = t.Unlock(res.LastDevice, rcpt, false)
+		return err
 	}
 	// The request's slots: its cached prefix, then fresh ones.
 	slots := append(s.slots[:0], s.matched[:m]...)
@@ -161,16 +185,46 @@ func (s *sim) request(k int, req *workload.Request) error {
 	s.free = s.free[:top]
 	s.slots = slots
 
-	aligned := len(tokens) / s.tree.PageSize() * s.tree.PageSize()
-	_, acts, err := t.Insert(core.InsertParams{
-		Namespace:     ns,
-		Tokens:        tokens[:aligned],
-		Slots:         slots[:aligned],
-		PrevPrefixLen: m,
-	})
+	aligned := len(tokens) / t.PageSize() * t.PageSize()
+	_, acts, err := t.Insert(core.InsertParams{Namespace: ns, Tokens: tokens[:aligned], Slots: slots[:aligned], PrevPrefixLen: m})
 	if err != nil {
 		return fmt.Errorf("coresim: request %d: insert: %w", k, err)
 	}
+	if err := exec(k, acts); err != nil {
+		return err
+	}
+	s.free = append(s.free, slots[aligned:]...)
+	if err := t.Unlock(res.LastDevice, rcpt, false); err != nil {
+		return fmt.Errorf("coresim: request %d: unlock: %w", k, err)
+	}
+	s.st.Requests++
+	s.st.InputTokens += int64(len(tokens))
+	return nil
+}
+
+// room evicts until need slots are free.
+func (s *sim) room(k, need int) error {
+	short := need - len(s.free)
+	if short <= 0 {
+		return nil
+	}
+	if err := s.evict(k, short); err != nil {
+		return err
+	}
+	return s.capacityErr(k, need)
+}
+
+// capacityErr reports a request the pool cannot serve even after eviction.
+func (s *sim) capacityErr(k, need int) error {
+	if need <= len(s.free) {
+		return nil
+	}
+	return fmt.Errorf("%w: request %d needs %d fresh slots but only %d are free after eviction; capacity %d, %d held locked",
+		ErrCapacity, k, need, len(s.free), s.cfg.Capacity, s.tree.Protected(core.Full))
+}
+
+// execInsert executes an insert's actions: duplicate frees only.
+func (s *sim) execInsert(k int, acts []core.Action) error {
 	for _, a := range acts {
 		switch a.Kind {
 		case core.ActionFreeDeviceKV, core.ActionFreeDeviceKVFullOnly:
@@ -180,15 +234,6 @@ func (s *sim) request(k int, req *workload.Request) error {
 			return fmt.Errorf("coresim: request %d: unexpected insert action %v", k, a)
 		}
 	}
-	// The ragged tail was computed but is never cached.
-	s.free = append(s.free, slots[aligned:]...)
-
-	if err := t.Unlock(res.LastDevice, rcpt, false); err != nil {
-		return fmt.Errorf("coresim: request %d: unlock: %w", k, err)
-	}
-	s.st.Requests++
-	s.st.InputTokens += int64(len(tokens))
-	s.st.MatchedTokens += int64(m)
 	return nil
 }
 

@@ -60,24 +60,9 @@ func RunHost(cfg HostConfig, reqs []workload.Request) (HostStats, error) {
 	if err != nil {
 		return HostStats{}, fmt.Errorf("coresim: %w", err)
 	}
-	s := &hostSim{sim: sim{cfg: cfg.Config, tree: tree, free: make([]int32, cfg.Capacity)}, hcfg: cfg, hfree: make([]int32, cfg.HostCapacity)}
-	for k := range s.free {
-		s.free[k] = int32(k)
-	}
-	for k := range s.hfree {
-		s.hfree[k] = int32(k)
-	}
-	for k := range reqs {
-		if err := s.request(k, &reqs[k]); err != nil {
-			return s.finishHost(), err
-		}
-		if cfg.SanityEvery > 0 && (k+1)%cfg.SanityEvery == 0 {
-			if err := tree.SanityCheck(); err != nil {
-				return s.finishHost(), fmt.Errorf("coresim: after request %d: %w", k, err)
-			}
-		}
-	}
-	return s.finishHost(), nil
+	s := &hostSim{sim: sim{cfg: cfg.Config, tree: tree, free: identity(cfg.Capacity)}, hcfg: cfg, hfree: identity(cfg.HostCapacity)}
+	err = s.replay(reqs, s.request)
+	return s.finishHost(), err
 }
 
 func (s *hostSim) finishHost() HostStats {
@@ -90,13 +75,10 @@ func (s *hostSim) finishHost() HostStats {
 	return st
 }
 
+// request serves one request, first loading its host hit back.
 func (s *hostSim) request(k int, req *workload.Request) error {
 	t := s.tree
-	var ns core.Namespace
-	if req.Namespace != "" {
-		ns.CacheSalt = req.Namespace
-	}
-	tokens := req.Tokens
+	ns, tokens := namespaceOf(req), req.Tokens
 	res, err := t.Match(s.matched[:0], ns, tokens)
 	if err != nil {
 		return fmt.Errorf("coresim: request %d: match: %w", k, err)
@@ -119,35 +101,9 @@ func (s *hostSim) request(k int, req *workload.Request) error {
 			s.matched = res.Indices
 		}
 	}
-	m := res.DeviceLen
-	rcpt, err := t.Lock(res.LastDevice, 0)
-	if err != nil {
-		return fmt.Errorf("coresim: request %d: lock: %w", k, err)
-	}
-	need := len(tokens) - m
-	if err := s.ensureDevice(k, need); err != nil {
-		_ = t.Unlock(res.LastDevice, rcpt, false)
+	if err := s.serve(k, ns, tokens, res, s.ensureDevice, s.exec); err != nil {
 		return err
 	}
-	slots := append(s.slots[:0], s.matched[:m]...)
-	top := len(s.free) - need
-	slots = append(slots, s.free[top:]...)
-	s.free = s.free[:top]
-	s.slots = slots
-	aligned := len(tokens) / t.PageSize() * t.PageSize()
-	_, acts, err := t.Insert(core.InsertParams{Namespace: ns, Tokens: tokens[:aligned], Slots: slots[:aligned], PrevPrefixLen: m})
-	if err != nil {
-		return fmt.Errorf("coresim: request %d: insert: %w", k, err)
-	}
-	if err := s.exec(k, acts); err != nil {
-		return err
-	}
-	s.free = append(s.free, slots[aligned:]...)
-	if err := t.Unlock(res.LastDevice, rcpt, false); err != nil {
-		return fmt.Errorf("coresim: request %d: unlock: %w", k, err)
-	}
-	s.st.Requests++
-	s.st.InputTokens += int64(len(tokens))
 	s.st.MatchedTokens += int64(devHit)
 	return nil
 }
@@ -177,11 +133,7 @@ func (s *hostSim) ensureDevice(k, need int) error {
 			return err
 		}
 	}
-	if need > len(s.free) {
-		return fmt.Errorf("%w: request %d needs %d fresh slots but only %d are free after eviction; capacity %d, %d held locked",
-			ErrCapacity, k, need, len(s.free), s.cfg.Capacity, t.Protected(core.Full))
-	}
-	return nil
+	return s.capacityErr(k, need)
 }
 
 // exec runs the tree's actions on the pools.
