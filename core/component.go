@@ -64,8 +64,7 @@ type validator struct {
 type lruPhase uint8
 
 const (
-	phaseWalkDown lruPhase = iota
-	phaseMatchEnd
+	phaseMatchEnd lruPhase = iota
 	phaseInsertEnd
 )
 

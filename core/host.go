@@ -174,7 +174,7 @@ func (t *Tree) CommitBackup(node NodeID, c BackupCommit) error {
 		t.hostUsed[SWA] += len(c.SWA[k])
 	}
 	if c.Mamba >= 0 {
-		n.host[Mamba] = []int32{c.Mamba}
+		n.host[Mamba] = t.oneSlot(c.Mamba)
 		t.hostUsed[Mamba]++
 	}
 	return nil

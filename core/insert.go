@@ -71,7 +71,8 @@ type InsertResult struct {
 // InsertStep is what one call of a resumable insert hands the host.
 type InsertStep struct {
 	// Actions to execute in order before resuming (or, when Done, before
-	// using the result).
+	// using the result). Like their slots, they live in the tree's reused
+	// buffer and are valid until the next call on the tree.
 	Actions []Action
 	// Done is set on the final step, with Result.
 	Done   bool
@@ -115,7 +116,8 @@ type insertState struct {
 	target       int32
 	targetGen    uint32
 	res          InsertResult
-	pending      []Action
+	pending      []Action // this insert's actions; [handed:] not yet handed out
+	handed       int
 }
 
 // own copies the key and value into tree-owned buffers before the insert
@@ -127,6 +129,19 @@ func (s *insertState) own() {
 	s.keyBuf = append(s.keyBuf[:0], s.key...)
 	s.valBuf = append(s.valBuf[:0], s.value...)
 	s.key, s.value, s.owned = s.keyBuf, s.valBuf, true
+}
+
+// handOut returns the actions not handed out yet. They stay in the
+// tree's buffer, which the next insert reuses: like their slots, they are
+// valid until the next call.
+func (s *insertState) handOut() []Action {
+	n := len(s.pending)
+	acts := s.pending[s.handed:n:n]
+	s.handed = n
+	if len(acts) == 0 {
+		return nil
+	}
+	return acts
 }
 
 // slots returns value[from:to] for an action: an alias of the caller's
@@ -217,10 +232,12 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 		return InsertStep{Done: true, Result: InsertResult{LastDevice: t.handle(rootIdx), MambaExist: true}}, nil
 	}
 	s := &t.ins
+	clear(s.pending) // drop the last insert's references to slot buffers
 	*s = insertState{
 		active:   true,
 		keyBuf:   s.keyBuf,
 		valBuf:   s.valBuf,
+		pending:  s.pending[:0],
 		node:     rootIdx,
 		nodeGen:  root.gen,
 		key:      q,
@@ -270,8 +287,7 @@ func (t *Tree) ResumeInsert() (InsertStep, error) {
 	}
 	if why != "" {
 		s.active = false
-		acts := s.pending
-		s.pending = nil
+		acts := s.handOut()
 		s.key, s.value = nil, nil
 		return InsertStep{Actions: acts}, fmt.Errorf("%w: %s while the insert was suspended; the insert was abandoned", ErrInvalidArgument, why)
 	}
@@ -289,8 +305,7 @@ func (t *Tree) EndInsert() []Action {
 		return nil
 	}
 	t.ins.active = false
-	acts := t.ins.pending
-	t.ins.pending = nil
+	acts := t.ins.handOut()
 	return acts
 }
 
@@ -304,7 +319,7 @@ func (t *Tree) advanceInsert() (InsertStep, error) {
 		case phaseWalk:
 			if err := t.insertWalkStep(s); err != nil {
 				s.active = false
-				return InsertStep{Actions: s.pending}, err
+				return InsertStep{Actions: s.handOut()}, err
 			}
 		case phaseCommit:
 			t.insertCommit(s)
@@ -312,14 +327,12 @@ func (t *Tree) advanceInsert() (InsertStep, error) {
 			t.insertTail(s)
 			s.active = false
 			s.key, s.value = nil, nil // do not pin the caller's buffers
-			acts := s.pending
-			s.pending = nil
+			acts := s.handOut()
 			return InsertStep{Actions: acts, Done: true, Result: s.res}, nil
 		}
 		for _, a := range s.pending[mark:] {
 			if !a.Kind.deferrable() {
-				acts := s.pending
-				s.pending = nil
+				acts := s.handOut()
 				s.nodeGen = t.nodes[s.node].gen
 				if s.phase == phaseTail {
 					// The tail reads neither key nor slots: do not copy them.
@@ -349,12 +362,10 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 	i := child
 	p := t.matchLen(s.key[c*wd:], t.nodes[child].key)
 	if p < t.keyAtoms(&t.nodes[child]) {
-		prefix, acts, err := t.split(child, p, s.pending)
-		s.pending = acts
-		if err != nil {
+		var err error
+		if i, err = t.insertSplit(s, child, p); err != nil {
 			return err
 		}
-		i = prefix
 	}
 	n := &t.nodes[i]
 	n.priority = max(n.priority, s.priority)
@@ -393,15 +404,11 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 }
 
 // insertSplit splits node i at atom offset at during an insert, queueing
-// the split's action if any; it returns the new prefix node, or nilIdx if
-// the tree broke.
-func (t *Tree) insertSplit(s *insertState, i int32, at int) int32 {
+// the split's actions, and returns the new prefix node.
+func (t *Tree) insertSplit(s *insertState, i int32, at int) (int32, error) {
 	prefix, acts, err := t.split(i, at, s.pending)
 	s.pending = acts
-	if err != nil {
-		return nilIdx
-	}
-	return prefix
+	return prefix, err
 }
 
 // checkAuxParams validates the SWA and Mamba insert parameters.

@@ -146,7 +146,7 @@ func (t *Tree) CommitLoadBack(anchor NodeID, c LoadBackCommit) ([]Action, error)
 			Slots: t.nodes[j].dev[Full], Incoming: slices.Clone(c.SWA[k])})
 	}
 	if c.Mamba >= 0 {
-		t.setAuxDevice(i, Mamba, []int32{c.Mamba})
+		t.setAuxDevice(i, Mamba, t.oneSlot(c.Mamba))
 		t.account(i, Mamba, 1)
 	}
 	if pin && len(p.Full) > 0 {

@@ -57,7 +57,7 @@ func (mambaComponent) commit(t *Tree, s *insertState, target int32, newLeaf bool
 		s.res.MambaExist = true
 		return
 	}
-	t.setAuxDevice(target, Mamba, []int32{s.mambaSlot})
+	t.setAuxDevice(target, Mamba, t.oneSlot(s.mambaSlot))
 	t.account(target, Mamba, 1)
 	if !newLeaf {
 		t.touch(target)

@@ -329,6 +329,18 @@ func (p *bufPool[T]) clone(src []T) []T {
 	return append([]T(nil), src...)
 }
 
+// oneSlot returns a one-element slice holding v, carved from a shared
+// block so that saving a Mamba state does not allocate per insert. The
+// element is never written again (frees hand the slice to the host).
+func (t *Tree) oneSlot(v int32) []int32 {
+	if len(t.slab) == cap(t.slab) {
+		t.slab = make([]int32, 0, 256)
+	}
+	k := len(t.slab)
+	t.slab = append(t.slab, v)
+	return t.slab[k : k+1 : k+1]
+}
+
 // scratch returns n elements of the per-call slot arena. Action slots that
 // the tree frees are copied here so their own buffers can be recycled; the
 // arena is rewound at the start of the next call that frees slots, which

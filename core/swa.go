@@ -66,9 +66,6 @@ func (swaComponent) finishMatch(t *Tree, r MatchResult, w matchWalk) MatchResult
 // refreshLRU makes the window above the node the most recent run, so the
 // list evicts out-of-window data first.
 func (swaComponent) refreshLRU(t *Tree, phase lruPhase, i int32) {
-	if phase == phaseWalkDown {
-		return
-	}
 	t.lruWindowFront(i, t.cfg.window+t.cfg.page, SWA)
 }
 
@@ -92,7 +89,7 @@ func (swaComponent) overlap(t *Tree, s *insertState, i int32, p int) int {
 		return 0
 	case e < c+p:
 		k := e - c
-		if t.insertSplit(s, i, k) == nilIdx {
+		if _, err := t.insertSplit(s, i, k); err != nil {
 			return p // split only fails on a broken tree, which reports it
 		}
 		t.swaRecover(s, i, e, p-k)
@@ -142,7 +139,7 @@ func (swaComponent) recoverAfterUnevict(t *Tree, s *insertState, i int32, p int)
 	switch {
 	case e <= c:
 	case e < c+p:
-		if t.insertSplit(s, i, e-c) == nilIdx {
+		if _, err := t.insertSplit(s, i, e-c); err != nil {
 			return
 		}
 		from = e
@@ -169,7 +166,7 @@ func (swaComponent) commit(t *Tree, s *insertState, target int32, newLeaf bool) 
 		return
 	}
 	if sp > 0 {
-		if t.insertSplit(s, target, sp) == nilIdx {
+		if _, err := t.insertSplit(s, target, sp); err != nil {
 			return
 		}
 		from += sp
@@ -177,8 +174,8 @@ func (swaComponent) commit(t *Tree, s *insertState, target int32, newLeaf bool) 
 	s.adopt(SWA, from, s.L)
 	limit := (t.cfg.window + t.cfg.page - 1) / t.cfg.page * t.cfg.page
 	if n := s.L - from; t.nodes[target].lock[SWA] == 0 && n > limit {
-		older := t.insertSplit(s, target, n-limit)
-		if older == nilIdx {
+		older, err := t.insertSplit(s, target, n-limit)
+		if err != nil {
 			return
 		}
 		t.setSWA(older)

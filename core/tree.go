@@ -59,6 +59,7 @@ type Tree struct {
 	keys  bufPool[uint32] // recycled key buffers
 	vals  bufPool[int32]  // recycled value buffers
 	arena []int32         // slots of the current call's actions
+	slab  []int32         // one-slot values (Mamba states), see oneSlot
 
 	keyScratch []uint32
 	hashBuf    []byte
@@ -293,15 +294,10 @@ func (t *Tree) hpos(i int32, in bool) {
 	n.hpos = -1
 }
 
-// touch restamps a node's access tick.
+// touch restamps a node's access tick. (Auxiliary lists are refreshed at
+// the end of a match or insert, not on the way down.)
 func (t *Tree) touch(i int32) {
 	n := &t.nodes[i]
 	n.lastAccess = t.nextTick()
 	n.credit = t.inflation + n.hits
-	if i == rootIdx {
-		return
-	}
-	for _, c := range t.comps[1:] {
-		c.refreshLRU(t, phaseWalkDown, i)
-	}
 }
