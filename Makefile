@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test race bench check fuzz demo
+.PHONY: test race bench check binaries-check fuzz demo
 
 test:
 	$(GO) test ./...
@@ -14,14 +14,21 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.txt
 
 # check fails on unformatted files, vet findings, a core that does not build
-# for wasip1, or a go.mod/go.sum that `go mod tidy` would change.
-check:
+# for wasip1, a go.mod/go.sum that `go mod tidy` would change, or a tracked
+# binary file other than the committed module (binaries-check).
+check: binaries-check
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	GOOS=wasip1 GOARCH=wasm $(GO) build ./core/...
 	$(GO) mod tidy
 	git diff --exit-code -- go.mod go.sum
+
+# binaries-check fails when a tracked file other than the committed module
+# is binary (git's --eol reports i/-text for a file with binary content).
+binaries-check:
+	@bins="$$(git ls-files --eol | awk '$$1 == "i/-text" { sub(/^[^\t]*\t/, ""); print }' | grep -vx 'wasmmod/radixkv.wasm' || true)"; \
+	if [ -n "$$bins" ]; then echo "binary files are tracked (only wasmmod/radixkv.wasm may be; build outputs belong in .gitignore):"; echo "$$bins"; exit 1; fi
 
 fuzz:
 	$(GO) test ./core -run '^$$' -fuzz '^FuzzOps$$' -fuzztime 20s -fuzzminimizetime 5s
