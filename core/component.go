@@ -6,8 +6,9 @@ package core
 // contributions to match and insert results. Full is the first
 // implementation; SWA and Mamba implement the same hooks.
 //
-// Hooks are called in configuration order (Full first), except lock
-// releases, which run in reverse.
+// Hooks are called in canonical order (Full, SWA, Mamba, whatever order
+// the configuration listed them in), except lock releases, which run in
+// reverse.
 type component interface {
 	kind() Component
 

@@ -43,13 +43,23 @@ func (s ComponentSet) Has(c Component) bool { return c < numComponents && s&(1<<
 // With returns the set with c added.
 func (s ComponentSet) With(c Component) ComponentSet { return s | 1<<c }
 
+// members lists the set's components in canonical order (Full, SWA,
+// Mamba).
+func (s ComponentSet) members() []Component {
+	var out []Component
+	for c := Component(0); c < numComponents; c++ {
+		if s.Has(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // String lists the members, e.g. "{full,swa}".
 func (s ComponentSet) String() string {
 	var parts []string
-	for c := Component(0); c < numComponents; c++ {
-		if s.Has(c) {
-			parts = append(parts, c.String())
-		}
+	for _, c := range s.members() {
+		parts = append(parts, c.String())
 	}
 	return "{" + strings.Join(parts, ",") + "}"
 }
@@ -78,7 +88,8 @@ type Config struct {
 	// truncated to whole pages.
 	PageSize int
 	// Components is the component set; it must contain Full. An empty
-	// list means [Full].
+	// list means [Full]. The order is immaterial (the tree always runs
+	// its components Full, SWA, Mamba); a duplicate is an error.
 	Components []Component
 	// Policy names the device eviction order: lru, lfu, fifo, mru, filo,
 	// priority, slru or gdsf (case-insensitive). Empty means lru.
@@ -119,8 +130,8 @@ type Config struct {
 // validated is the normalised configuration a Tree runs on.
 type validated struct {
 	page       int
-	width      int // key words per atom: 1, or 2 for bigram keys
-	comps      []Component
+	width      int         // key words per atom: 1, or 2 for bigram keys
+	comps      []Component // canonical order: Full, SWA, Mamba
 	set        ComponentSet
 	policy     policy
 	bigram     bool
@@ -144,12 +155,11 @@ func (c Config) validate() (validated, error) {
 	if c.PageSize > 1<<16 {
 		return v, fmt.Errorf("%w: page size %d is larger than 65536", ErrInvalidConfig, c.PageSize)
 	}
-	comps := append([]Component(nil), c.Components...)
-	if len(comps) == 0 {
-		comps = []Component{Full}
+	set := ComponentSet(0)
+	if len(c.Components) == 0 {
+		set = set.With(Full)
 	}
-	var set ComponentSet
-	for _, comp := range comps {
+	for _, comp := range c.Components {
 		if comp >= numComponents {
 			return v, fmt.Errorf("%w: unknown component %d", ErrInvalidConfig, comp)
 		}
@@ -161,6 +171,10 @@ func (c Config) validate() (validated, error) {
 	if !set.Has(Full) {
 		return v, fmt.Errorf("%w: component set %s lacks full, which every tree needs", ErrInvalidConfig, set)
 	}
+	// The caller's order is not kept: the tree fans hooks out Full, SWA,
+	// Mamba (releases in reverse), and several walks rely on comps[0]
+	// being Full.
+	comps := set.members()
 	if set.Has(SWA) != (c.SWAWindow != 0) {
 		return v, fmt.Errorf("%w: SWA window %d with component set %s (the window is required with swa and only with swa)", ErrInvalidConfig, c.SWAWindow, set)
 	}

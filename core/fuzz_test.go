@@ -1147,7 +1147,8 @@ func runHybridFuzz(t *testing.T, data []byte) {
 	sets := [][]core.Component{
 		{core.Full}, {core.Full, core.SWA}, {core.Full, core.Mamba}, {core.Full, core.SWA, core.Mamba},
 	}
-	comps := sets[b0%4]
+	// The configuration lists the set in an order the input picks.
+	comps := permuted(sets[b0%4], uint64(b2>>2))
 	pols := core.PolicyNames()
 	cfg := core.Config{
 		PageSize:   []int{1, 2, 4}[(b0>>2)%3],

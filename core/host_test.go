@@ -391,6 +391,7 @@ func TestHostTierPools(t *testing.T) {
 			cfg.HostTier, cfg.WritePolicy = true, wp
 			t.Run(s.name+"/"+wp.String(), func(t *testing.T) {
 				for seed := range uint64(4) {
+					cfg.Components = permuted(s.cfg.Components, seed)
 					runTier(t, cfg, seed, 300)
 				}
 			})

@@ -48,3 +48,41 @@ func TestRegress_ResetRecyclesSWABufferOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seqSlots(1000, 100), info.Device[core.Full], "the first sequence's slots were overwritten by the second insert")
 }
+
+// permuted returns the k-th ordering (k mod len(comps)!) of comps, so that
+// the randomised tests list a tree's components in every order: the tree
+// must run them Full, SWA, Mamba whatever the configuration says.
+func permuted(comps []core.Component, k uint64) []core.Component {
+	rest := append([]core.Component(nil), comps...)
+	out := make([]core.Component, 0, len(rest))
+	for len(rest) > 0 {
+		j := int(k % uint64(len(rest)))
+		k /= uint64(len(rest))
+		out = append(out, rest[j])
+		rest = append(rest[:j], rest[j+1:]...)
+	}
+	return out
+}
+
+func TestPermuted(t *testing.T) {
+	comps := []core.Component{core.Full, core.SWA, core.Mamba}
+	seen := map[[3]core.Component]bool{}
+	for k := range uint64(6) {
+		p := permuted(comps, k)
+		require.ElementsMatch(t, comps, p)
+		seen[[3]core.Component(p)] = true
+	}
+	require.Len(t, seen, 6, "six draws give the six orders")
+}
+
+// componentOrder names an ordering for subtest names, e.g. "swa,full".
+func componentOrder(comps []core.Component) string {
+	s := ""
+	for k, c := range comps {
+		if k > 0 {
+			s += ","
+		}
+		s += c.String()
+	}
+	return s
+}

@@ -832,11 +832,13 @@ func TestTree_ModelHost(t *testing.T) {
 			total := map[string]int{}
 			for _, page := range []int{1, 2, 4} {
 				for _, seed := range seeds {
-					cfg := core.Config{PageSize: page, Components: s.comps, HostTier: true, WritePolicy: wp, Policy: "lru"}
+					// The components are listed in an order drawn from the seed.
+					order := permuted(s.comps, rand.New(rand.NewPCG(seed, uint64(page)<<1|uint64(wp))).Uint64())
+					cfg := core.Config{PageSize: page, Components: order, HostTier: true, WritePolicy: wp, Policy: "lru"}
 					if len(s.comps) > 1 {
 						cfg.SWAWindow = []int{1, 2*page + 1, 3 * page}[int(seed+uint64(page))%3]
 					}
-					t.Run(fmt.Sprintf("%s/%s/page=%d/seed=%#x/w=%d", s.name, wp, page, seed, cfg.SWAWindow), func(t *testing.T) {
+					t.Run(fmt.Sprintf("%s/%s/page=%d/seed=%#x/w=%d/order=%s", s.name, wp, page, seed, cfg.SWAWindow, componentOrder(order)), func(t *testing.T) {
 						for k, v := range runHostModel(t, cfg, seed, ops) {
 							total[k] += v
 						}

@@ -1497,8 +1497,13 @@ func TestTree_Model(t *testing.T) {
 					if si > 0 && !*modelAll && (bigram != ((pi+si)%2 == 1) || len(seeds) > 1 && k != (page+si)%len(seeds)) {
 						continue
 					}
-					cfg := modelConfig(si, k, pi, page, bigram, policies[(k+page)%len(policies)], set.comps)
+					// The configuration lists the components in an order drawn from the seed.
+					order := permuted(set.comps, rand.New(rand.NewPCG(seed, uint64(pi)<<1|b2u(bigram))).Uint64())
+					cfg := modelConfig(si, k, pi, page, bigram, policies[(k+page)%len(policies)], order)
 					name := fmt.Sprintf("%s/bigram=%v/page=%d/seed=%#x/%s", set.name, bigram, page, seed, cfg.Policy)
+					if len(order) > 1 {
+						name += "/order=" + componentOrder(order)
+					}
 					if si > 0 {
 						name += fmt.Sprintf("/w=%d/chunk=%d/cap=%d", cfg.SWAWindow, cfg.MambaChunkSize, cfg.MambaMaxPathStates)
 					}

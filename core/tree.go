@@ -23,7 +23,7 @@ import (
 //     lock walk covers it.
 type Tree struct {
 	cfg    validated
-	comps  []component
+	comps  []component              // Full, SWA, Mamba: canonical order (see validate), Full first
 	byKind [numComponents]component // nil for components the tree lacks
 
 	nodes []node
