@@ -63,8 +63,9 @@ type evictWalk struct {
 // to free want atoms (states for Mamba). Full candidates are the
 // evictable leaves in the tree's policy order (fixed at start; later
 // touches do not reorder them). SWA and Mamba walk their recency list from
-// the least recent unlocked member: an evictable leaf goes whole, an inner
-// node loses that component's value (and those ranked below it).
+// the least recent unlocked member, passing by load-back-pinned nodes: an
+// evictable leaf goes whole, an inner node loses that component's value
+// (and those ranked below it).
 // Errors: ErrBroken, ErrEvictionInFlight, ErrInvalidArgument.
 func (t *Tree) EvictStart(c Component, want int) error {
 	if err := t.checkUsable(); err != nil {
@@ -169,9 +170,10 @@ func (t *Tree) auxEvictNext(dst []Action) (EvictStep, []Action, error) {
 		!t.inLRU(x, tierDevice, c) || t.nodes[x].lock[c] != 0 {
 		x = t.lruOldestUnlocked(tierDevice, c)
 	}
-	// Leaves already handed to the host (write-back) stay in the list
-	// until it demotes them: pass them by.
-	for x != nilIdx && w.handed[x] == t.nodes[x].gen {
+	// Pass by leaves already handed to the host (write-back; they stay in
+	// the list until it demotes them) and nodes a load-back pins: their
+	// values are what the load-back brought back, until FinishLoadBack.
+	for x != nilIdx && (w.handed[x] == t.nodes[x].gen || t.nodes[x].pin != nilIdx) {
 		x = t.lruNewerUnlocked(x, tierDevice, c)
 	}
 	if x == nilIdx {
