@@ -33,7 +33,8 @@ func (fullComponent) recoverAfterUnevict(*Tree, *insertState, int32, int) {}
 func (fullComponent) commit(*Tree, *insertState, int32, bool) {}
 
 // split divides both tiers' values; both halves keep the child's lock
-// counts, since every lock walk that covered the child covers both.
+// counts (device and host), since every lock that covered the child
+// covers both.
 func (fullComponent) split(t *Tree, prefix, child int32, at int) {
 	p, c := &t.nodes[prefix], &t.nodes[child]
 	if v := c.dev[Full]; v != nil {
@@ -42,9 +43,11 @@ func (fullComponent) split(t *Tree, prefix, child int32, at int) {
 	if v := c.host[Full]; v != nil {
 		p.host[Full], c.host[Full] = v[:at:at], v[at:]
 	}
-	// The device lock is a path lock: it covers both halves. The host lock
-	// is on its anchor only, which stays the child.
-	p.lock[Full] = c.lock[Full]
+	// The device lock is a path lock: it covers both halves. A host lock
+	// covers the copy as it was when taken, so the prefix, a part of that
+	// copy, gets the child's count too; the release walks up from the
+	// anchor over the receipt's span (see hostFullSpan).
+	p.lock[Full], p.hostLock[Full] = c.lock[Full], c.hostLock[Full]
 }
 
 // acquire increments every node from i up to (excluding) the root. A node

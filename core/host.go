@@ -383,7 +383,9 @@ func (t *Tree) DropSubtreeNoHost(node NodeID) (bool, []Action, error) {
 // HostLock protects node's host copies from host eviction: Full on the
 // node itself (when it has a host copy, or always under write-back), SWA
 // over the window above it, Mamba on the node. Load-backs and storage
-// reads hold it while they copy.
+// reads hold it while they copy. The Full lock keeps covering every part
+// of the node's copy when a match or insert later splits the node: the
+// new prefix gets the lock too, and HostUnlock releases both.
 // Errors: ErrBroken, ErrStaleNode, ErrInvalidArgument (no host tier).
 func (t *Tree) HostLock(node NodeID) (Receipt, error) {
 	if err := t.checkUsable(); err != nil {
@@ -398,10 +400,12 @@ func (t *Tree) HostLock(node NodeID) (Receipt, error) {
 	}
 	t.receiptSerial++
 	r := Receipt{Node: node, Serial: t.receiptSerial, Host: true}
+	span := 0
 	if i != rootIdx {
 		n := &t.nodes[i]
 		if n.host[Full] != nil || t.cfg.writeBack {
 			n.hostLock[Full]++
+			span = t.keyAtoms(n)
 		} else {
 			r.Skipped = r.Skipped.With(Full)
 		}
@@ -428,8 +432,21 @@ func (t *Tree) HostLock(node NodeID) (Receipt, error) {
 		}
 		t.refreshLeaf(i)
 	}
-	t.receipts[r.Serial] = liveReceipt{idx: i, r: r}
+	t.receipts[r.Serial] = liveReceipt{idx: i, r: r, hostSpan: span}
 	return r, nil
+}
+
+// hostFullSpan calls f on the nodes a Full host lock of span atoms taken
+// on anchor i covers: i, and then (after splits of the copy) the
+// ancestors above it, until span atoms are covered. It reports whether
+// the walk covered exactly span atoms.
+func (t *Tree) hostFullSpan(i int32, span int, f func(j int32)) bool {
+	covered := 0
+	for j := i; j != rootIdx && covered < span; j = t.nodes[j].parent {
+		f(j)
+		covered += t.keyAtoms(&t.nodes[j])
+	}
+	return covered == span
 }
 
 // HostUnlock releases a HostLock receipt.
@@ -445,7 +462,11 @@ func (t *Tree) HostUnlock(node NodeID, r Receipt) error {
 	if i != rootIdx {
 		ok := true
 		n := &t.nodes[i]
-		if !r.Skipped.Has(Full) && n.hostLock[Full] == 0 {
+		if !r.Skipped.Has(Full) && !t.hostFullSpan(i, live.hostSpan, func(j int32) {
+			if t.nodes[j].hostLock[Full] == 0 {
+				ok = false
+			}
+		}) {
 			ok = false
 		}
 		if t.byKind[Mamba] != nil && n.hostLock[Mamba] == 0 {
@@ -468,7 +489,7 @@ func (t *Tree) HostUnlock(node NodeID, r Receipt) error {
 			t.swaSegment(i, r.SWAHostUUID, true, func(j int32) { t.hostUnlockOne(j, SWA) })
 		}
 		if !r.Skipped.Has(Full) {
-			t.hostUnlockOne(i, Full)
+			t.hostFullSpan(i, live.hostSpan, func(j int32) { t.hostUnlockOne(j, Full) })
 		}
 	}
 	delete(t.receipts, r.Serial)

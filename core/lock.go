@@ -33,6 +33,11 @@ type liveReceipt struct {
 	// swaReleased is set once UnlockSWA dropped the SWA segment (and the
 	// Mamba lock) early; the final Unlock must then pass skipSWA.
 	swaReleased bool
+	// hostSpan is, for a host receipt holding the Full host lock, the
+	// anchor's key length in atoms when the lock was taken. A split
+	// copies the lock to the new prefix, so the lock covers the anchor and
+	// the ancestors above it that together make up that many atoms.
+	hostSpan int
 }
 
 // Lock protects node and its path to the root from eviction for every

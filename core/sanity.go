@@ -285,8 +285,8 @@ func (t *Tree) checkHostReceipts(want [][numComponents]uint32, add func(string, 
 		if !live.r.Host || i == rootIdx || !t.nodes[i].live {
 			continue
 		}
-		if !live.r.Skipped.Has(Full) {
-			want[i][Full]++
+		if !live.r.Skipped.Has(Full) && !t.hostFullSpan(i, live.hostSpan, func(j int32) { want[j][Full]++ }) {
+			add("host receipt %d: full host lock of %d atoms not covered above %v", serial, live.hostSpan, t.handle(i))
 		}
 		if t.cfg.set.Has(SWA) && !t.swaSegment(i, live.r.SWAHostUUID, true, func(j int32) { want[j][SWA]++ }) {
 			add("host receipt %d: SWA boundary %d not found above %v", serial, live.r.SWAHostUUID, t.handle(i))
