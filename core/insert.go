@@ -499,8 +499,8 @@ func (t *Tree) insertTail(s *insertState) {
 }
 
 // hitCheck counts a hit on node i and reports whether it should now be
-// written through to the host tier (or, with the external linker, to the
-// external store).
+// written through to the host tier or, with the external linker (which
+// then decides alone), to the external store.
 func (t *Tree) hitCheck(i int32, chunked bool) bool {
 	n := &t.nodes[i]
 	if n.evicted() || chunked || t.cfg.writeBack {
@@ -511,7 +511,12 @@ func (t *Tree) hitCheck(i int32, chunked bool) bool {
 	if n.hits < t.cfg.wtThresh {
 		return false
 	}
-	return (t.cfg.linker && !n.extStored && n.extPending == 0) || (t.cfg.hostTier && !n.backuped())
+	if t.cfg.linker {
+		// With the linker the external store's state alone decides, host
+		// tier or not: a node it holds (or is taking) asks for nothing.
+		return !n.extStored && n.extPending == 0
+	}
+	return t.cfg.hostTier && !n.backuped()
 }
 
 // backupAction lists the chain to back up for node i: under write-through
