@@ -259,9 +259,13 @@ func (t *Tree) MarkWriteThroughPending(nodes []NodeID, ack int64) ([]NodeID, err
 
 // FinishWriteThrough acknowledges a write-through: it clears the pending
 // marks of ack and records BlockStored(CPU) events for the nodes.
-// Errors: ErrBroken, ErrStaleNode, ErrInvalidArgument (a node not pending
-// under ack).
+// Errors: ErrBroken, ErrStaleNode, ErrInvalidArgument (ack ≤ 0, which
+// MarkWriteThroughPending never issues; a node not pending under ack).
 func (t *Tree) FinishWriteThrough(nodes []NodeID, ack int64) error {
+	if ack <= 0 {
+		// 0 is the "not pending" mark: it would match every idle node.
+		return fmt.Errorf("%w: write-through ack %d must be positive", ErrInvalidArgument, ack)
+	}
 	idx, err := nodesOf(nodes, t.hostNode)
 	if err != nil {
 		return err

@@ -122,9 +122,13 @@ func (t *Tree) MarkLinkerPending(nodes []NodeID, id int64) error {
 }
 
 // FinishLinkerOffload ends offload id for nodes; ok records them as stored.
-// Errors: ErrBroken, ErrStaleNode, ErrInvalidArgument (a node not pending
-// under id).
+// Errors: ErrBroken, ErrStaleNode, ErrInvalidArgument (id ≤ 0, which
+// MarkLinkerPending never accepts; a node not pending under id).
 func (t *Tree) FinishLinkerOffload(nodes []NodeID, id int64, ok bool) error {
+	if id <= 0 {
+		// 0 is the "not pending" mark: it would match every idle node.
+		return fmt.Errorf("%w: offload id %d must be positive", ErrInvalidArgument, id)
+	}
 	idx, err := nodesOf(nodes, t.linkerNode)
 	if err != nil {
 		return err
