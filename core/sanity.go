@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -14,8 +15,9 @@ type Ongoing struct {
 }
 
 // SanityCheck verifies every invariant of the tree and returns an error
-// wrapping ErrSanity that lists each violation found (nil when none). It
-// scans the whole tree: use it in tests and debugging, not per request.
+// wrapping ErrSanity that lists each violation found, one per line in
+// sorted order (nil when none). It scans the whole tree: use it in tests
+// and debugging, not per request.
 func (t *Tree) SanityCheck() error { return t.SanityCheckOngoing(Ongoing{}) }
 
 // SanityCheckOngoing is SanityCheck that also checks the host's view of
@@ -241,6 +243,9 @@ func (t *Tree) SanityCheckOngoing(o Ongoing) error {
 	if len(bad) == 0 {
 		return nil
 	}
+	// Some checks range over maps (receipts, load-backs): sort, so that
+	// the message, which leaves through the ABI, is the same every time.
+	slices.Sort(bad)
 	return fmt.Errorf("%w:\n  %s", ErrSanity, strings.Join(bad, "\n  "))
 }
 
