@@ -263,8 +263,8 @@ func script() []step {
 		// A BlockStored with a parent, then the evicted nodes' removals
 		// coalesced into one BlockRemoved.
 		{name: "take-events-removed", req: plain(abi.OpTakeEvents, 5)},
-		// reset drops this insert's undrained BlockStored and records
-		// AllBlocksCleared.
+		// reset keeps this insert's undrained BlockStored for the
+		// consumer and records AllBlocksCleared after it.
 		{name: "events-insert-again", req: func(seen) abi.Request { return ins(5, core.Namespace{}, seq(1, 2), slots(40, 2), 0) }},
 		{name: "events-reset", req: plain(abi.OpReset, 5)},
 		{name: "take-events-cleared", req: plain(abi.OpTakeEvents, 5)},

@@ -127,8 +127,9 @@ func (t *Tree) initRoot() {
 
 // Reset empties the tree and clears a broken state. Every handle and
 // receipt issued before becomes stale; the logical clock restarts at 0.
-// Undrained events are dropped; with KV events on, the queue then holds
-// one AllBlocksCleared.
+// Events not yet taken are kept for the consumer (they describe what
+// happened before the reset), followed, with KV events on, by one
+// AllBlocksCleared.
 // Interned namespaces are kept (they carry no cached data).
 func (t *Tree) Reset() {
 	for i := range t.nodes {
@@ -166,10 +167,8 @@ func (t *Tree) Reset() {
 	t.walk = evictWalk{heap: t.walk.heap[:0]}
 	t.broken = nil
 	t.initRoot()
-	clear(t.events)
-	t.events = t.events[:0]
 	if t.cfg.kvEvents {
-		t.events = append(t.events, Event{Kind: EventAllBlocksCleared})
+		t.enqueue(Event{Kind: EventAllBlocksCleared})
 	}
 }
 

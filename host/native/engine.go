@@ -126,8 +126,8 @@ type Engine interface {
 	TakeEvents(dst []core.Event) ([]core.Event, error)
 
 	// Reset empties the tree; every handle and receipt becomes stale.
-	// With KV events it discards the undrained events and records
-	// AllBlocksCleared.
+	// With KV events it keeps the undrained events and records
+	// AllBlocksCleared after them.
 	Reset() error
 	// Close releases the instance; later calls return ErrClosed.
 	Close() error
