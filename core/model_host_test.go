@@ -52,6 +52,9 @@ type hostPage struct {
 // prefix half is then an inner node, which host eviction cannot delete).
 type hostLockHeld struct {
 	r core.Receipt
+	// pages are the node's pages when the lock was taken: the lock keeps
+	// protecting all of them after a split moves some to a new prefix.
+	pages []string
 }
 
 type devLockHeld struct {
@@ -175,7 +178,7 @@ func (m *hostModel) devLocked(p *hostPage) bool {
 func (m *hostModel) hostLocked(p *hostPage) bool {
 	k := m.key(p)
 	for _, l := range m.hlocks {
-		if slices.Contains(m.nodePages(l.r.Node), k) {
+		if slices.Contains(l.pages, k) {
 			return true
 		}
 	}
@@ -239,6 +242,7 @@ func (m *hostModel) exec(acts []core.Action) {
 					}
 					return nil
 				}, "device swa") {
+					require.False(t, m.pinned[m.key(p)], "device swa free of pinned page %v", p.words)
 					p.swaDev = false
 				}
 				m.p.freeSWA(a.Slots)
@@ -458,7 +462,20 @@ func (m *hostModel) loadBack(res core.MatchResult, want hostHit, ns int, words [
 		require.NoError(t, m.tree.SanityCheck(), "after load-back commit")
 		if m.rng.IntN(3) == 0 {
 			// Evict on both tiers while the copy is in flight: the
-			// pinned and locked path must survive.
+			// pinned and locked path must survive. Under write-back the
+			// host may drop its receipts first: the pins alone must
+			// then keep the path (every walk passes pinned nodes by).
+			if m.wb && m.rng.IntN(2) == 0 {
+				require.NoError(t, m.tree.Unlock(anchor, r, false))
+				require.NoError(t, m.tree.HostUnlock(anchor, hr))
+				r, hr = core.Receipt{}, core.Receipt{}
+				m.stats["load-back-evict-unlocked"]++
+				if m.swa {
+					// An SWA walk asked for everything reaches the
+					// loaded nodes.
+					m.evictDeviceOf(core.SWA, 1<<20)
+				}
+			}
 			m.evictHost()
 			m.evictDevice()
 			require.NoError(t, m.tree.SanityCheck(), "evictions during a load-back")
@@ -473,8 +490,10 @@ func (m *hostModel) loadBack(res core.MatchResult, want hostHit, ns int, words [
 		m.stats["load-back"]++
 		m.stats["load-back-atoms"] += len(fresh)
 	}
-	require.NoError(t, m.tree.Unlock(anchor, r, false))
-	require.NoError(t, m.tree.HostUnlock(anchor, hr))
+	if r.Serial != 0 {
+		require.NoError(t, m.tree.Unlock(anchor, r, false))
+		require.NoError(t, m.tree.HostUnlock(anchor, hr))
+	}
 }
 
 // request: match, load back a host hit, insert the sequence.
@@ -548,7 +567,6 @@ func (m *hostModel) request() {
 }
 
 func (m *hostModel) evictDevice() {
-	t := m.t
 	c := core.Full
 	if m.swa && m.rng.IntN(3) == 0 {
 		c = core.SWA
@@ -557,6 +575,12 @@ func (m *hostModel) evictDevice() {
 	if m.p.full.nUsed > m.devCap {
 		want += m.p.full.nUsed - m.devCap
 	}
+	m.evictDeviceOf(c, want)
+}
+
+// evictDeviceOf runs a step-wise device eviction of c for want atoms.
+func (m *hostModel) evictDeviceOf(c core.Component, want int) {
+	t := m.t
 	require.NoError(t, m.tree.EvictStart(c, want))
 	for {
 		st, err := m.tree.EvictNext()
@@ -684,7 +708,7 @@ func (m *hostModel) lockStep() {
 		}
 		r, err := m.tree.HostLock(res.Best)
 		require.NoError(t, err)
-		m.hlocks = append(m.hlocks, hostLockHeld{r: r})
+		m.hlocks = append(m.hlocks, hostLockHeld{r: r, pages: m.nodePages(res.Best)})
 		m.stats["host-lock"]++
 	}
 }
