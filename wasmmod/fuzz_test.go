@@ -33,16 +33,18 @@ func FuzzModuleCall(f *testing.F) {
 		abi.AppendRequest(nil, &abi.Request{Op: abi.OpCreate, Config: core.Config{PageSize: 1}}),
 		abi.AppendRequest(nil, &abi.Request{Op: abi.OpInsert, Instance: 1,
 			Insert: core.InsertParams{Tokens: []uint32{1, 2, 3}, Slots: []int32{1, 2, 3}}}),
-		// Instance 2 is hybrid, so that SWA and Mamba ops find data.
+		// Instance 2 is hybrid, so that SWA and Mamba ops find data. Its
+		// components (and instance 3's) are listed out of the canonical
+		// order, which the guest must not mind.
 		abi.AppendRequest(nil, &abi.Request{Op: abi.OpCreate, Config: core.Config{PageSize: 1,
-			Components: []core.Component{core.Full, core.SWA, core.Mamba}, SWAWindow: 2, MambaMaxPathStates: 1}}),
+			Components: []core.Component{core.Mamba, core.SWA, core.Full}, SWAWindow: 2, MambaMaxPathStates: 1}}),
 		abi.AppendRequest(nil, &abi.Request{Op: abi.OpInsert, Instance: 2,
 			Insert: core.InsertParams{Tokens: []uint32{1, 2, 3, 4}, Slots: []int32{1, 2, 3, 4}, MambaSlot: 9}}),
 		// Instance 3 has a write-back host tier with SWA (window 2): the
 		// insert's leaf [3 4] (the first node allocated) is backed up and
 		// demoted, so the host-tier ops find host data.
 		abi.AppendRequest(nil, &abi.Request{Op: abi.OpCreate, Config: core.Config{PageSize: 1,
-			Components: []core.Component{core.Full, core.SWA}, SWAWindow: 2, HostTier: true, WritePolicy: core.WriteBack}}),
+			Components: []core.Component{core.SWA, core.Full}, SWAWindow: 2, HostTier: true, WritePolicy: core.WriteBack}}),
 		abi.AppendRequest(nil, &abi.Request{Op: abi.OpInsert, Instance: 3,
 			Insert: core.InsertParams{Tokens: []uint32{1, 2, 3, 4}, Slots: []int32{1, 2, 3, 4}}}),
 		abi.AppendRequest(nil, &abi.Request{Op: abi.OpCommitBackup, Instance: 3, Node: firstNode(3),
