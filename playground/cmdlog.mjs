@@ -1,0 +1,66 @@
+// Parses a command log written by `radixkv record` (cmd/radixkv/log.go:
+// "radixkv-log 1", "set NAME VALUE" lines, "req ..." lines, "end N T").
+import { pipeline } from './scenarios.mjs';
+
+export class LogError extends Error {}
+
+function b64tokens(s) {
+  if (s === '-') return [];
+  const bin = atob(s); const n = bin.length;
+  if (n % 4) throw new LogError(`token run of ${n} bytes is not a whole number of uint32s`);
+  const out = new Array(n / 4);
+  for (let i = 0; i < n; i += 4) out[i / 4] = (bin.charCodeAt(i) | bin.charCodeAt(i + 1) << 8 | bin.charCodeAt(i + 2) << 16 | bin.charCodeAt(i + 3) << 24) >>> 0;
+  return out;
+}
+
+// Go's strconv.Quote for the printable strings tenants are; JSON reads it.
+function unquote(s, line) {
+  try { return JSON.parse(s); } catch { throw new LogError(`line ${line}: namespace ${s} is not a quoted string`); }
+}
+
+/** parseLog returns {settings, requests: [{tokens, ns, output}], source}. */
+export function parseLog(text) {
+  const lines = text.replace(/\r\n/g, '\n').split('\n');
+  if (lines[0] !== 'radixkv-log 1') throw new LogError('not a radixkv command log (the first line must be "radixkv-log 1")');
+  const set = {}; const reqs = []; let ended = false; let tokens = 0;
+  for (let i = 1; i < lines.length; i++) {
+    const l = lines[i]; const no = i + 1;
+    if (l === '' || l.startsWith('#')) continue;
+    if (ended) throw new LogError(`line ${no}: data after the end line`);
+    const f = l.split(' ');
+    if (f[0] === 'set') { set[f[1]] = f.slice(2).join(' '); continue; }
+    if (f[0] === 'end') {
+      if (Number(f[1]) !== reqs.length || Number(f[2]) !== tokens) throw new LogError(`line ${no}: end says ${f[1]} requests and ${f[2]} tokens, the log has ${reqs.length} and ${tokens}`);
+      ended = true; continue;
+    }
+    if (f[0] !== 'req' || f.length < 8) throw new LogError(`line ${no}: want "req TIMESTAMP OUTPUT INPUT REF SHARED TOKENS NAMESPACE"`);
+    const [, , out, inLen, ref, shared, toks] = f; const ns = unquote(f.slice(7).join(' '), no);
+    const k = Number(ref), sh = Number(shared);
+    let prompt = [];
+    if (sh > 0) {
+      if (!(k >= 0 && k < reqs.length)) throw new LogError(`line ${no}: reference ${ref} is not an earlier request`);
+      if (sh > reqs[k].tokens.length) throw new LogError(`line ${no}: shares ${sh} tokens of a ${reqs[k].tokens.length}-token prompt`);
+      prompt = reqs[k].tokens.slice(0, sh);
+    }
+    prompt = prompt.concat(b64tokens(toks));
+    if (prompt.length !== Number(inLen)) throw new LogError(`line ${no}: prompt of ${prompt.length} tokens, input length says ${inLen}`);
+    tokens += prompt.length;
+    reqs.push({ tokens: prompt, ns: ns ? { cache_salt: ns } : {}, output: Number(out) });
+  }
+  if (!ended) throw new LogError('the log has no end line (truncated?)');
+  return { settings: set, requests: reqs, source: set.source ?? '' };
+}
+
+/** logScenario turns a parsed log into a scenario (requests one at a time, as replay runs them). */
+export function logScenario(log, name = 'log') {
+  const s = log.settings;
+  if (s.components && s.components !== 'full') throw new LogError(`the log uses components ${s.components}; the playground runs full only`);
+  const settings = {};
+  if (s['page-size']) settings.page_size = Number(s['page-size']);
+  if (s.capacity) settings.capacity = Number(s.capacity);
+  if (s['host-capacity']) settings.host_capacity = Number(s['host-capacity']);
+  if (s.policy) settings.policy = s.policy;
+  if (s['write-policy']) settings.write_policy = s['write-policy'];
+  const reqs = log.requests.map((r, i) => ({ name: `req ${i}`, ns: r.ns, tokens: r.tokens }));
+  return { name, title: `Command log (${reqs.length} requests)`, vocab: null, settings, script: pipeline(reqs, 1) };
+}

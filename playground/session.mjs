@@ -1,0 +1,175 @@
+// A session: a deterministic list of steps over one cache instance, its
+// pools and a controller. Each step runs one event of a script (a
+// request's arrive, prefill or finish, or a manual operation), after the
+// asynchronous transfers due at that step have landed; a step whose
+// request still waits for a transfer only advances the clock. Stepping
+// back replays the script from the start on a fresh instance (everything
+// is deterministic), so no state needs to be undone.
+import { Engine } from './engine.mjs';
+import { Pool } from './pools.mjs';
+import { Controller, ExhaustedError, emptyStats } from './driver.mjs';
+
+/** defaults are the settings a session uses for what it is not told. */
+export const defaults = Object.freeze({
+  page_size: 4, policy: 'lru', capacity: 256, host_capacity: 0, write_policy: 'write_through',
+  transfer_delay: 0, kv_events: true, canary: true, audit: true,
+});
+
+/** configOf is the create op's config for settings. */
+export function configOf(s) {
+  return { page_size: s.page_size, components: [0], policy: s.policy, bigram: false, host_tier: s.host_capacity > 0,
+    write_policy: s.write_policy === 'write_back' ? 1 : 0, write_through_threshold: 0, kv_events: !!s.kv_events, hash_convention: 0 };
+}
+
+export class Session {
+  /** guest: a codec Guest (wasi.mjs); script: events; settings as defaults. opts.log: keep step logs (default true). */
+  constructor(guest, settings, script, opts = {}) {
+    this.guest = guest; this.settings = { ...defaults, ...settings }; this.script = script;
+    this.keepLog = opts.log ?? true; this.eng = null;
+    this.reset();
+  }
+
+  reset() {
+    if (this.eng) this.eng.destroy();
+    const s = this.settings;
+    this.eng = Engine.create(this.guest, configOf(s));
+    this.pools = { device: new Pool('device', s.capacity), host: s.host_capacity > 0 ? new Pool('host', s.host_capacity) : null };
+    this.entries = null;
+    this.ctl = new Controller(this.eng, this.pools, { canary: s.canary, transferDelay: s.transfer_delay,
+      log: this.keepLog ? (e) => this.entries.push(e) : null });
+    this.pos = 0; this.steps = 0; this.reqs = new Map(); this.manual = []; this.lastMatch = null;
+    this.hits = []; this.errors = 0;
+  }
+
+  get done() { return this.pos >= this.script.length && this.ctl.transfers.length === 0; }
+
+  /** step runs one step and returns its record, or null when the session is done. */
+  step() {
+    if (this.done) return null;
+    this.entries = [];
+    const rec = { step: ++this.steps, label: '', kind: 'event', error: null, entries: this.entries, events: [], touched: [] };
+    try {
+      this.ctl.tick();
+      const ev = this.script[this.pos];
+      const req = ev && ev.req !== undefined && ev.t !== 'arrive' ? this.reqs.get(ev.req) : null;
+      if (!ev) { rec.kind = 'drain'; rec.label = `transfers in flight: ${this.ctl.transfers.length}`; }
+      else if (req && !req.ready && !req.done) {
+        rec.kind = 'wait'; rec.label = `${ev.name ?? 'request ' + ev.req} waits for a transfer (due at step ${req.wait ? req.wait.due : '?'})`;
+      } else {
+        try { rec.label = this.run(ev, rec); this.pos++; } catch (e) {
+          // Short of device room while transfers in flight hold locks: the
+          // request waits for them, as a scheduler would queue it.
+          if (!(e instanceof ExhaustedError) || ev.t !== 'prefill' || this.ctl.transfers.length === 0) { this.pos++; throw e; }
+          rec.kind = 'wait'; rec.label = `${ev.name ?? 'request ' + ev.req} waits for device room (transfers in flight hold locks)`;
+        }
+      }
+      if (this.settings.audit) this.ctl.audit();
+    } catch (e) {
+      rec.error = e.message; this.errors++;
+    }
+    if (this.settings.kv_events) {
+      try { rec.events = this.eng.call('take_events').events; } catch (e) { rec.error ??= e.message; }
+    }
+    for (const e of this.entries) for (const n of e.nodes) if (n !== '0' && !rec.touched.includes(n)) rec.touched.push(n);
+    rec.stats = { ...this.ctl.stats }; rec.inflight = this.ctl.transfers.length;
+    return rec;
+  }
+
+  run(ev, rec) {
+    const ctl = this.ctl; const name = ev.name ?? `request ${ev.req}`;
+    switch (ev.t) {
+      case 'arrive': {
+        const r = ctl.arrive(ev.ns ?? {}, ev.tokens);
+        this.reqs.set(ev.req, r);
+        return r.ready ? `${name} arrives: ${r.cached} of ${ev.tokens.length} tokens cached${r.hostHit ? ` (${r.hostHit} loaded back from host)` : ''}`
+          : `${name} arrives: waits for a load-back`;
+      }
+      case 'prefill': { const r = this.reqs.get(ev.req); const n = r.tokens.length - r.slots.length; ctl.prefill(r); return `${name} prefills ${n} tokens`; }
+      case 'finish': {
+        const r = this.reqs.get(ev.req); ctl.finish(r);
+        this.hits.push({ step: this.steps, rate: this.hitRate() });
+        return `${name} finishes: cached, lock released`;
+      }
+      case 'request': { // a whole lifecycle in one step
+        const r = ctl.arrive(ev.ns ?? {}, ev.tokens);
+        if (!r.ready) { this.reqs.set(ev.req ?? `m${this.steps}`, r); return `${name} arrives: waits for a load-back`; }
+        ctl.prefill(r); ctl.finish(r);
+        this.hits.push({ step: this.steps, rate: this.hitRate() });
+        return `${name}: ${r.cached} of ${ev.tokens.length} tokens were cached`;
+      }
+      case 'match': {
+        const m = this.eng.call('match', { namespace: ev.ns ?? {}, tokens: ev.tokens });
+        ctl.execute(m.actions); this.lastMatch = m.last_device;
+        return `match: ${m.indices.length} of ${ev.tokens.length} tokens on device${m.host_hit_len ? `, ${m.host_hit_len} more on host` : ''}`;
+      }
+      case 'lock': {
+        const node = this.lastMatch ?? '0';
+        const rc = this.eng.call('lock', { node }).receipt; this.manual.push({ node, rc });
+        return `lock node ${node}: receipt ${rc.serial}`;
+      }
+      case 'unlock': {
+        const l = this.manual.pop();
+        if (!l) return 'unlock: no manual lock is held';
+        this.eng.call('unlock', { node: l.node, receipt: l.rc, skip_swa: false });
+        return `unlock node ${l.node}`;
+      }
+      case 'evict': {
+        const m = this.eng.call('evict', { component: 0, want: BigInt(ev.n) });
+        ctl.executeEviction(m.actions);
+        return `evict ${ev.n}: freed ${m.freed} tokens`;
+      }
+      case 'evict_host': {
+        if (!ctl.host) return 'evict host: no host tier';
+        const m = this.eng.call('evict_host', { component: 0, want: BigInt(ev.n) });
+        ctl.execute(m.actions);
+        return `evict host ${ev.n}: freed ${m.freed} tokens`;
+      }
+    }
+    throw new Error(`unknown event ${ev.t}`);
+  }
+
+  hitRate() {
+    const s = this.ctl.stats;
+    return s.input_tokens ? (s.matched_tokens + s.host_hit_tokens) / s.input_tokens : 0;
+  }
+
+  /** runTo replays from the start to step n (0: the fresh instance), without logs when quiet. */
+  runTo(n) {
+    const keep = this.keepLog; this.keepLog = false; this.reset();
+    while (this.steps < n && !this.done) this.step();
+    this.keepLog = keep;
+  }
+
+  /** receipts counts the live receipts the host holds per node. */
+  receipts() {
+    const out = {};
+    const add = (n) => { out[n] = (out[n] ?? 0) + 1; };
+    for (const r of this.ctl.live) add(r.last);
+    for (const l of this.manual) add(l.node);
+    for (const t of this.ctl.transfers) add(t.kind === 'write_through' ? t.id : t.anchor);
+    return out;
+  }
+
+  /** snapshot describes the tree for rendering: every node with its residency and locks. */
+  snapshot() {
+    const eng = this.eng; const saved = eng.onCall; eng.onCall = null;
+    try {
+      const ids = eng.call('nodes').nodes;
+      const root = eng.call('stats').root;
+      const nodes = ids.map((id) => {
+        const i = eng.call('inspect', { node: id }).info; const c = i.components[0];
+        return { id, parent: i.parent, children: i.children, tokens: i.key.length, key: i.key.slice(0, 6), ns: i.namespace.cache_salt || i.namespace.extra_key,
+          device: c.device ? c.device.length : 0, host: c.host ? c.host.length : 0, lock: c.lock, host_lock: c.host_lock,
+          hits: Number(i.hits), pending: i.write_through_pending !== '0', pinned: i.pinned_by !== '0' };
+      });
+      const p = this.pools;
+      return { root, nodes, receipts: this.receipts(),
+        pools: [{ name: 'device full', cap: p.device.capacity, used: p.device.inUse },
+          ...(p.host ? [{ name: 'host full', cap: p.host.capacity, used: p.host.inUse }] : [])],
+        transfers: this.ctl.transfers.map((t) => ({ kind: t.kind, node: t.kind === 'write_through' ? t.id : t.anchor, due: t.due, tokens: t.tokens })),
+        stats: { ...this.ctl.stats }, steps: this.steps, total: this.script.length, pos: this.pos, done: this.done, hits: this.hits.slice() };
+    } finally { eng.onCall = saved; }
+  }
+}
+
+export { emptyStats };
