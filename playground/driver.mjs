@@ -85,7 +85,13 @@ export class Controller {
     this.loading = new Map(); // device slot -> load-back transfer filling it
     this.rec = new Uint8Array(SLOT_BYTES);
     this.nextRid = 1;
-    engine.onCall = this.log ? (op, body, m) => this.logCall(op, body, m) : null;
+    this.setLog(this.log);
+  }
+
+  /** setLog replaces the log function (null: no logging, the fast path). */
+  setLog(fn) {
+    this.log = fn;
+    this.eng.onCall = fn ? (op, body, m) => this.logCall(op, body, m) : null;
   }
 
   // --- logging ---
@@ -113,7 +119,7 @@ export class Controller {
     else if (op === 'drop_subtree_no_host') text += ` node ${body.node}: ${m.dropped ? 'dropped' : 'kept (locked)'}`;
     else if (op === 'mark_write_through_pending' || op === 'finish_write_through') text += ` ack ${body.ack} (${body.nodes.length} node(s))`;
     else if (op === 'commit_backup' || op === 'commit_load_back' || op === 'finish_load_back') text += ` ${body.node ?? body.anchor}`;
-    else if (op === 'stats') return; // bookkeeping reads, not worth a line
+    else if (op === 'stats' || op === 'take_events' || op === 'sanity_check_ongoing' || op === 'nodes' || op === 'inspect') return; // bookkeeping, not worth a line
     this.log({ op, text, actions, nodes });
   }
 

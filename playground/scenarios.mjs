@@ -86,7 +86,7 @@ export function bulk(n = 2000, seed = 3) {
     reqs.push({ name: `r${i}`, ns: {}, tokens: p.concat(tail) });
   }
   return { name: 'bulk', title: `${n} requests, 20 shared prefixes`, vocab: v,
-    settings: { page_size: 16, capacity: 4096, host_capacity: 8192, write_policy: 'write_back', policy: 'lru' }, script: pipeline(reqs) };
+    settings: { page_size: 16, capacity: 4096, host_capacity: 8192, write_policy: 'write_back', policy: 'lru', audit: false }, script: pipeline(reqs) };
 }
 
 export const scenarios = { chat, agents, tenants, bulk: () => bulk(2000) };

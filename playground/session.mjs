@@ -138,6 +138,7 @@ export class Session {
     const keep = this.keepLog; this.keepLog = false; this.reset();
     while (this.steps < n && !this.done) this.step();
     this.keepLog = keep;
+    if (keep) this.ctl.setLog((e) => this.entries.push(e));
   }
 
   /** receipts counts the live receipts the host holds per node. */

@@ -43,3 +43,13 @@ test('canary records depend on namespace, position and the whole prefix', () => 
   assert.ok(!sameRecord(base, rec({}, [1, 2, 3], 3)), 'position');
   assert.throws(() => new Pool('x', 1, 8), /at least/);
 });
+
+test('the vendored WASI shim is the pinned package (when npm ci has run)', async (t) => {
+  const { readFile, readdir, access } = await import('node:fs/promises');
+  const pkg = new URL('../node_modules/@bjorn3/browser_wasi_shim/', import.meta.url);
+  try { await access(new URL('dist/', pkg)); } catch { t.skip('playground/node_modules is absent (npm ci in playground/)'); return; }
+  const vend = new URL('../vendor/browser_wasi_shim/', import.meta.url);
+  const files = (await readdir(new URL('dist/', pkg))).filter((f) => f.endsWith('.js'));
+  assert.deepEqual((await readdir(vend)).filter((f) => f.endsWith('.js')).sort(), files.sort(), 'run vendor/update.sh');
+  for (const f of files) assert.ok((await readFile(new URL(`dist/${f}`, pkg))).equals(await readFile(new URL(f, vend))), `${f} differs: run vendor/update.sh`);
+});
