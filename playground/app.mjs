@@ -88,12 +88,15 @@ worker.onmessage = (ev) => {
       st.vocab = m.vocab; st.total = m.total; st.name = m.name; st.snap = m.snapshot; fillForm(m.settings);
       if ($('scenario').value !== m.name && [...$('scenario').options].some((o) => o.value === m.name)) $('scenario').value = m.name;
       render(); break;
-    case 'stepped':
+    case 'stepped': {
+      const a = performance.now();
       appendRecords(m.records); st.snap = m.snapshot; if (m.total) st.total = m.total;
       render();
+      st.renderMs = (st.renderMs ?? 0) + performance.now() - a; st.renders = (st.renders ?? 0) + 1;
       if (m.running) setTimeout(() => send({ type: 'ack' }), 0); // paint between steps, then go on
       if (m.run) { st.lastRun = m.run; setPlaying(false); status(`ran ${m.run.steps} steps in ${m.run.ms.toFixed(0)} ms (${Math.round((m.run.steps / m.run.ms) * 1000)} steps/s, rendering ${m.run.render ? 'on' : 'off'})`); }
       break;
+    }
     case 'rewound': rewind(m.to); st.snap = m.snapshot; render(); break;
     case 'warn': status(m.message, true); break;
     case 'error': st.errors.push(m.message); status(m.message, true); setPlaying(false); break;

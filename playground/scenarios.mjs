@@ -77,7 +77,7 @@ function tenants() {
 
 /** bulk is an n-request numeric scenario (the benchmark): 20 shared prefixes, random suffixes. */
 export function bulk(n = 2000, seed = 3) {
-  const r = rng(seed); const v = new Vocab();
+  const r = rng(seed);
   const prefixes = Array.from({ length: 20 }, (_, k) => Array.from({ length: 64 + 16 * (k % 5) }, (_, j) => 1 + k * 1000 + j));
   const reqs = [];
   for (let i = 0; i < n; i++) {
@@ -85,7 +85,7 @@ export function bulk(n = 2000, seed = 3) {
     const tail = Array.from({ length: 8 + Math.floor(r() * 40) }, () => 50000 + Math.floor(r() * 5000));
     reqs.push({ name: `r${i}`, ns: {}, tokens: p.concat(tail) });
   }
-  return { name: 'bulk', title: `${n} requests, 20 shared prefixes`, vocab: v,
+  return { name: 'bulk', title: `${n} requests, 20 shared prefixes`, vocab: null,
     settings: { page_size: 16, capacity: 4096, host_capacity: 8192, write_policy: 'write_back', policy: 'lru', audit: false }, script: pipeline(reqs) };
 }
 

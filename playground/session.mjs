@@ -38,7 +38,7 @@ export class Session {
     this.ctl = new Controller(this.eng, this.pools, { canary: s.canary, transferDelay: s.transfer_delay,
       log: this.keepLog ? (e) => this.entries.push(e) : null });
     this.pos = 0; this.steps = 0; this.reqs = new Map(); this.manual = []; this.lastMatch = null;
-    this.hits = []; this.errors = 0;
+    this.hits = []; this.errors = 0; this.cache = null; this.dirty = null;
   }
 
   get done() { return this.pos >= this.script.length && this.ctl.transfers.length === 0; }
@@ -71,6 +71,8 @@ export class Session {
       try { rec.events = this.eng.call('take_events').events; } catch (e) { rec.error ??= e.message; }
     }
     for (const e of this.entries) for (const n of e.nodes) if (n !== '0' && !rec.touched.includes(n)) rec.touched.push(n);
+    if (!this.ctl.log || rec.error) this.cache = null; // untracked changes: the next snapshot reads everything
+    else if (this.dirty) for (const n of rec.touched) this.dirty.add(n);
     rec.stats = { ...this.ctl.stats }; rec.inflight = this.ctl.transfers.length;
     return rec;
   }
@@ -151,20 +153,45 @@ export class Session {
     return out;
   }
 
-  /** snapshot describes the tree for rendering: every node with its residency and locks. */
-  snapshot() {
+  /**
+   * snapshot describes the tree for rendering: every node with its
+   * residency and locks. It is incremental: only the nodes the steps since
+   * the last snapshot touched, their ancestors, new nodes and their
+   * children, and the parents of removed nodes are inspected again (every
+   * inspect allocates in the module, whose collector then pauses); full
+   * re-reads every node. The Node tests check it against full snapshots
+   * after every step.
+   */
+  snapshot(full = false) {
     const eng = this.eng; const saved = eng.onCall; eng.onCall = null;
     try {
       const ids = eng.call('nodes').nodes;
-      const root = eng.call('stats').root;
-      const nodes = ids.map((id) => {
+      const st = eng.call('stats');
+      if (full || !this.cache || this.cacheRoot !== st.root) { this.cache = new Map(); this.cacheRoot = st.root; this.dirty = new Set(); }
+      const cache = this.cache; const live = new Set(ids);
+      const read = (id) => {
         const i = eng.call('inspect', { node: id }).info; const c = i.components[0];
-        return { id, parent: i.parent, children: i.children, tokens: i.key.length, key: i.key.slice(0, 6), ns: i.namespace.cache_salt || i.namespace.extra_key,
+        const n = { id, parent: i.parent, children: i.children, tokens: i.key.length, key: i.key.slice(0, 6), ns: i.namespace.cache_salt || i.namespace.extra_key,
           device: c.device ? c.device.length : 0, host: c.host ? c.host.length : 0, lock: c.lock, host_lock: c.host_lock,
           hits: Number(i.hits), pending: i.write_through_pending !== '0', pinned: i.pinned_by !== '0' };
-      });
+        cache.set(id, n); return n;
+      };
+      const dirty = this.dirty; this.dirty = new Set();
+      for (const [id, n] of cache) if (!live.has(id)) { cache.delete(id); dirty.add(n.parent); }
+      for (const id of ids) if (!cache.has(id)) dirty.add(id);
+      const done = new Set();
+      const refresh = (id) => {
+        // The node and its path to the root, as the tree is now.
+        for (let cur = id; cur && cur !== '0' && live.has(cur) && !done.has(cur);) {
+          done.add(cur);
+          const old = cache.get(cur); const n = read(cur);
+          if (!old || old.children.join() !== n.children.join()) for (const k of n.children) if (!done.has(k)) { done.add(k); read(k); }
+          cur = n.parent;
+        }
+      };
+      for (const id of dirty) refresh(id);
       const p = this.pools;
-      return { root, nodes, receipts: this.receipts(),
+      return { root: st.root, nodes: ids.map((id) => ({ ...cache.get(id) })), receipts: this.receipts(),
         pools: [{ name: 'device full', cap: p.device.capacity, used: p.device.inUse },
           ...(p.host ? [{ name: 'host full', cap: p.host.capacity, used: p.host.inUse }] : [])],
         transfers: this.ctl.transfers.map((t) => ({ kind: t.kind, node: t.kind === 'write_through' ? t.id : t.anchor, due: t.due, tokens: t.tokens })),

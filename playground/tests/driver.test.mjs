@@ -158,3 +158,15 @@ test('transcript wire tapes replay byte for byte', { skip: tapes ? false : 'RADI
     tape.calls.forEach((c, i) => assert.equal(hex(gs[c.engine].call(unhex(c.request))), c.response, `${f} call ${i}`));
   }
 });
+
+test('incremental snapshots equal full ones after every step', async () => {
+  for (const [sc, over] of [[scenarios.chat(), {}], [scenarios.agents(), { transfer_delay: 3 }], [scenarios.tenants(), {}], [bulk(150), {}]]) {
+    const s = new Session(await guest(), { ...sc.settings, ...over }, sc.script);
+    s.snapshot();
+    while (!s.done) {
+      const r = s.step();
+      const inc = s.snapshot(); const full = s.snapshot(true);
+      assert.deepStrictEqual(inc, full, `${sc.name} step ${r.step}: ${r.label}`);
+    }
+  }
+});
