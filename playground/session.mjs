@@ -37,7 +37,7 @@ export class Session {
     this.entries = null;
     this.ctl = new Controller(this.eng, this.pools, { canary: s.canary, transferDelay: s.transfer_delay,
       log: this.keepLog ? (e) => this.entries.push(e) : null });
-    this.pos = 0; this.steps = 0; this.reqs = new Map(); this.manual = []; this.lastMatch = null;
+    this.pos = 0; this.steps = 0; this.reqs = new Map(); this.manual = []; this.manualReqs = []; this.lastMatch = null; this.lastBest = null;
     this.hits = []; this.errors = 0; this.cache = null; this.dirty = null;
   }
 
@@ -99,9 +99,35 @@ export class Session {
         this.hits.push({ step: this.steps, rate: this.hitRate() });
         return `${name}: ${r.cached} of ${ev.tokens.length} tokens were cached`;
       }
+      case 'arrive_m': { // a manual request, kept running until finish_m
+        const r = ctl.arrive(ev.ns ?? {}, ev.tokens); r.name = `typed request ${r.rid}`;
+        this.manualReqs.push(r);
+        return r.ready ? `${r.name} arrives: ${r.cached} of ${ev.tokens.length} tokens cached, prefix locked` : `${r.name} arrives: waits for a load-back`;
+      }
+      case 'prefill_m': case 'finish_m': {
+        const r = [...this.manualReqs].reverse().find((x) => !x.done && x.ready);
+        if (!r) return `${ev.t === 'prefill_m' ? 'prefill' : 'finish'}: no typed request is running (arrive one first)`;
+        if (ev.t === 'prefill_m') { const n = r.tokens.length - r.slots.length; ctl.prefill(r); return `${r.name} prefills ${n} tokens`; }
+        ctl.finish(r); this.manualReqs = this.manualReqs.filter((x) => x !== r);
+        this.hits.push({ step: this.steps, rate: this.hitRate() });
+        return `${r.name} finishes: cached, lock released`;
+      }
+      case 'backup': {
+        if (!ctl.host) return 'backup: no host tier (set host tokens above 0)';
+        const node = this.lastMatch; if (!node || node === this.eng.call('stats').root) return 'backup: match a cached prefix first';
+        const path = []; for (let cur = node; cur !== '0';) { const i = this.eng.call('inspect', { node: cur }).info; if (i.parent === '0') break; path.push(cur); cur = i.parent; }
+        ctl.backupChain(path.reverse());
+        return `backup of node ${node} and its ancestors to the host`;
+      }
+      case 'load_back': {
+        if (!ctl.host) return 'load back: no host tier (set host tokens above 0)';
+        if (!this.lastBest || this.lastBest === this.lastMatch) return 'load back: the last match found nothing on the host only';
+        const r = ctl.loadBack(this.lastBest);
+        return r === true ? `load-back to node ${this.lastBest} done` : r ? `load-back to node ${this.lastBest} in flight` : 'load-back skipped (pinned, empty or no device room)';
+      }
       case 'match': {
         const m = this.eng.call('match', { namespace: ev.ns ?? {}, tokens: ev.tokens });
-        ctl.execute(m.actions); this.lastMatch = m.last_device;
+        ctl.execute(m.actions); this.lastMatch = m.last_device; this.lastBest = m.best;
         return `match: ${m.indices.length} of ${ev.tokens.length} tokens on device${m.host_hit_len ? `, ${m.host_hit_len} more on host` : ''}`;
       }
       case 'lock': {
@@ -148,6 +174,7 @@ export class Session {
     const out = {};
     const add = (n) => { out[n] = (out[n] ?? 0) + 1; };
     for (const r of this.ctl.live) add(r.last);
+    for (const t of this.ctl.transfers) if (t.kind === 'load_back') add(t.anchor); // its host lock
     for (const l of this.manual) add(l.node);
     for (const t of this.ctl.transfers) add(t.kind === 'write_through' ? t.id : t.anchor);
     return out;

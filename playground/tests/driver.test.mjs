@@ -170,3 +170,20 @@ test('incremental snapshots equal full ones after every step', async () => {
     }
   }
 });
+
+test('manual operations: a held request, backup, eviction and load-back by hand', async () => {
+  const a = Array.from({ length: 12 }, (_, i) => i + 1); const b = Array.from({ length: 12 }, (_, i) => i + 100);
+  for (const over of [{ write_policy: 'write_back' }, { write_policy: 'write_through', transfer_delay: 2 }]) {
+    const script = [{ t: 'arrive_m', tokens: a }, { t: 'prefill_m' }, { t: 'finish_m' }, { t: 'match', tokens: a }, { t: 'lock' }, { t: 'unlock' },
+      { t: 'backup' }, { t: 'request', tokens: b }, { t: 'evict', n: 12 }, { t: 'match', tokens: a }, { t: 'load_back' }, { t: 'match', tokens: a },
+      { t: 'evict_host', n: 4 }, { t: 'finish_m' }];
+    const s = new Session(await guest(), { page_size: 4, capacity: 16, host_capacity: 32, ...over }, script);
+    const labels = [];
+    while (!s.done) { const r = s.step(); assert.equal(r.error, null, `${r.step}: ${r.label}`); labels.push(r.label); }
+    assert.match(labels[0], /typed request 1 arrives: 0 of 12/);
+    assert.match(labels[9], /12 more on host/, labels.join('\n'));
+    assert.match(labels[10], /load-back to node \d+ (done|in flight)/);
+    assert.match(labels.at(-1), /no typed request is running/);
+    assert.equal(s.ctl.stats.canary_mismatches, 0);
+  }
+});
