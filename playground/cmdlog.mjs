@@ -54,8 +54,11 @@ export function parseLog(text) {
 /** logScenario turns a parsed log into a scenario (requests one at a time, as replay runs them). */
 export function logScenario(log, name = 'log') {
   const s = log.settings;
-  if (s.components && s.components !== 'full') throw new LogError(`the log uses components ${s.components}; the playground runs full only`);
   const settings = {};
+  if (s.components) settings.components = s.components;
+  for (const [k, v] of [['swa-window', 'swa_window'], ['swa-capacity', 'swa_capacity'], ['mamba-chunk', 'mamba_chunk'], ['mamba-cap', 'mamba_cap'], ['mamba-capacity', 'mamba_capacity']]) {
+    if (s[k]) settings[v] = Number(s[k]);
+  }
   if (s['page-size']) settings.page_size = Number(s['page-size']);
   if (s.capacity) settings.capacity = Number(s.capacity);
   if (s['host-capacity']) settings.host_capacity = Number(s['host-capacity']);

@@ -54,6 +54,7 @@ export const emptyStats = () => ({
   host_hit_tokens: 0, load_backs: 0, loaded_tokens: 0, load_backs_skipped: 0, backups: 0, backed_up_tokens: 0,
   write_throughs: 0, backups_refused: 0, demoted: 0, dropped: 0, host_evictions: 0, host_freed_slots: 0,
   bytes_moved: 0, waits: 0,
+  swa_window_freed: 0, swa_early_releases: 0, swa_evicted: 0, mamba_forks: 0, mamba_donated: 0, mamba_evicted: 0, chunk_finishes: 0,
 });
 
 /**
@@ -66,15 +67,29 @@ export const emptyStats = () => ({
 export class Controller {
   constructor(engine, pools, opts = {}) {
     const cfg = engine.config;
-    if (cfg.components.length !== 1 || cfg.components[0] !== COMPONENTS.full) {
-      throw new Error('the playground controller runs Full-attention trees (components [full]); SWA and Mamba pools are not simulated');
-    }
+    const comps = new Set(cfg.components);
+    if (!comps.has(COMPONENTS.full)) throw new Error('the tree needs the full component');
     if (cfg.bigram) throw new Error('the playground controller does not run bigram trees');
+    if (cfg.host_tier && comps.size > 1) throw new Error('the playground runs the host tier with Full-attention trees only (no SWA or Mamba host pools)');
     if (!(pools.device instanceof Pool)) throw new Error('the device pool is required');
     if (cfg.host_tier && !(pools.host instanceof Pool)) throw new Error('the tree has a host tier, so a host pool is required');
     if (cfg.host_tier && pools.host === pools.device) throw new Error('the host pool is the device pool');
     this.eng = engine; this.kv = pools.device; this.host = cfg.host_tier ? pools.host : null;
     this.page = cfg.page_size; this.writeBack = cfg.write_policy === 1;
+    // Hybrid trees: SWA slots mapped under Full slots, Mamba states per request.
+    this.swa = null; this.mamba = null; this.ownedSWA = 0; this.ownedMamba = 0; this.mapped = 0; this.grid = 0;
+    if (comps.has(COMPONENTS.swa)) {
+      if (!(pools.swa instanceof Pool)) throw new Error('the tree has the swa component, so an SWA pool is required');
+      this.swa = pools.swa; this.window = cfg.swa_window; this.winPages = Math.ceil(this.window / this.page) * this.page;
+      this.swaOf = new Int32Array(this.kv.capacity).fill(-1);
+    }
+    if (comps.has(COMPONENTS.mamba)) {
+      if (!(pools.mamba instanceof Pool)) throw new Error('the tree has the mamba component, so a Mamba pool is required');
+      this.mamba = pools.mamba;
+      const chunk = cfg.mamba_chunk_size > 0 ? cfg.mamba_chunk_size : this.page;
+      let g = chunk, b = this.page; while (b) [g, b] = [b, g % b];
+      this.grid = (chunk / g) * this.page;
+    }
     this.canary = opts.canary ?? true;
     this.delay = Math.max(0, Math.floor(opts.transferDelay ?? 0));
     this.log = opts.log ?? null;
@@ -136,16 +151,67 @@ export class Controller {
 
   executeOne(a) {
     switch (a.kind) {
-      case ACTIONS.free_device_kv: case ACTIONS.free_device_kv_full_only:
-        return this.freeDevice(a.slots);
+      case ACTIONS.free_device_kv: return this.freeKV(a.slots, true);
+      case ACTIONS.free_device_kv_full_only: return this.freeKV(a.slots, false);
       case ACTIONS.free_device_slots:
-        if (a.component !== COMPONENTS.full) throw new Error(`${meaning(a)}: no ${COMP_NAMES[a.component]} device pool`);
-        return this.freeDevice(a.slots);
+        if (a.component === COMPONENTS.full) return this.freeKV(a.slots, false);
+        if (a.component === COMPONENTS.swa && this.swa) { this.stats.swa_evicted += a.slots.length; return this.freeSWAOf(a.slots); }
+        if (a.component === COMPONENTS.mamba && this.mamba) { this.stats.mamba_evicted += a.slots.length; return this.freePool(this.mamba, a.slots); }
+        throw new Error(`${meaning(a)}: no ${COMP_NAMES[a.component]} device pool`);
       case ACTIONS.free_host_slots: return this.freeHost(a);
       case ACTIONS.backup_kv: return this.backupChain(a.nodes);
       case ACTIONS.replace_write_through_on_split: return this.replaceOnSplit(a);
+      case ACTIONS.swa_rebuild: return this.checkMapped(a);
+      case ACTIONS.recover_swa_with_locked_full: this.remap(a); return this.freeKV(a.incoming, false);
+      case ACTIONS.mamba_evict_excess_path_states: {
+        if (!this.mamba) break;
+        const m = this.eng.call('evict_excess_path_states', { node: a.node });
+        return this.execute(m.actions);
+      }
     }
-    throw new Error(`${ACTION_NAMES[a.kind] ?? a.kind}: needs SWA or Mamba pools, which the playground does not simulate`);
+    throw new Error(`${ACTION_NAMES[a.kind] ?? a.kind}: not executable here (${meaning(a)})`);
+  }
+
+  // --- the Full → SWA slot mapping ---
+  needSWA(a) { if (!this.swa) throw new Error(`${meaning(a)}: needs the full-to-SWA slot mapping`); }
+  checkMapped(a) {
+    this.needSWA(a);
+    for (const f of a.slots) if (this.swaOf[f] < 0) throw new Error(`SWARebuild: full slot ${f} maps to no SWA slot`);
+  }
+  remap(a) {
+    this.needSWA(a);
+    if (a.slots.length !== a.incoming.length) throw new Error(`RecoverSWAWithLockedFull: ${a.slots.length} kept slots for ${a.incoming.length} incoming`);
+    a.slots.forEach((k, i) => {
+      if (this.swaOf[a.incoming[i]] < 0) throw new Error(`RecoverSWAWithLockedFull: incoming full slot ${a.incoming[i]} maps to no SWA slot`);
+      if (this.swaOf[k] >= 0) throw new Error(`RecoverSWAWithLockedFull: kept full slot ${k} still maps to an SWA slot`);
+    });
+    a.slots.forEach((k, i) => { this.swaOf[k] = this.swaOf[a.incoming[i]]; this.swaOf[a.incoming[i]] = -1; });
+  }
+
+  freePool(p, slots) { if (!slots.length) return; p.free(slots); this.stats.freed_slots += slots.length; }
+
+  /** freeKV frees Full slots; withSWA also the SWA slots they map to (each must map to one). */
+  freeKV(slots, withSWA) {
+    if (!this.swa || !slots.length) return this.freeDevice(slots);
+    const sw = []; let bad = null;
+    for (const f of slots) {
+      const x = this.swaOf[f];
+      if (x >= 0) { sw.push(x); if (!withSWA) bad ??= `full-only free of full slot ${f}, which still maps to SWA slot ${x} (freed as well)`; }
+      else if (withSWA) bad ??= `free of full slot ${f} with its SWA side, but it maps to no SWA slot`;
+    }
+    this.freeDevice(slots);
+    for (const f of slots) if (this.swaOf[f] >= 0) { this.swaOf[f] = -1; this.mapped--; }
+    this.freePool(this.swa, sw);
+    if (bad) throw new Error(`SWA mapping: ${bad}`);
+  }
+
+  /** freeSWAOf frees the SWA slots of Full slots that stay (an SWA eviction, a window slide). */
+  freeSWAOf(full) {
+    const sw = []; let bad = null;
+    for (const f of full) { const x = this.swaOf[f]; if (x < 0) bad ??= `SWA free of full slot ${f}, which maps to no SWA slot`; else sw.push(x); }
+    this.freePool(this.swa, sw);
+    for (const f of full) if (this.swaOf[f] >= 0) { this.swaOf[f] = -1; this.mapped--; }
+    if (bad) throw new Error(`SWA mapping: ${bad}`);
   }
 
   freeDevice(slots) {
@@ -173,19 +239,35 @@ export class Controller {
   // --- allocation and eviction ---
   alignedAtoms(n) { return Math.floor(n / this.page) * this.page; }
 
-  ensure(n) {
-    const avail = this.kv.available;
+  ensure(n, comp = COMPONENTS.full) {
+    const p = [this.kv, this.swa, this.mamba][comp];
+    const avail = p.available;
     if (avail >= n) return;
     const st = this.eng.call('stats');
-    const evictable = Number(st.evictable[0]);
+    const evictable = Number(st.evictable[comp]);
     if (avail + evictable < n) {
-      throw new ExhaustedError(`${n} KV slots needed, ${avail} free and ${evictable} evictable of ${this.kv.capacity}; ${st.protected[0]} locked by running requests and ${this.owned} owned by them`);
+      const owned = [this.owned, this.ownedSWA, this.ownedMamba][comp];
+      throw new ExhaustedError(`${n} ${['KV', 'SWA', 'Mamba state'][comp]} slots needed, ${avail} free and ${evictable} evictable of ${p.capacity}; ${st.protected[comp]} locked by running requests and ${owned} owned by them`);
     }
     if (this.host) return this.evictSteps(n);
-    const m = this.eng.call('evict', { component: 0, want: BigInt(n - avail) });
+    const m = this.eng.call('evict', { component: comp, want: BigInt(n - avail) });
     for (const a of m.actions) if (a.kind === ACTIONS.free_device_slots && a.component === 0) this.stats.evicted_nodes++;
-    this.stats.evicted_tokens += Number(m.freed);
+    if (comp === COMPONENTS.full) this.stats.evicted_tokens += Number(m.freed);
     this.execute(m.actions);
+  }
+
+  /** alloc appends n Full slots to dst (each mapped to a fresh SWA slot in SWA trees), evicting first. */
+  alloc(dst, n) {
+    this.ensure(n);
+    if (!this.swa) return this.kv.alloc(n, dst);
+    this.ensure(n, COMPONENTS.swa);
+    const k = dst.length;
+    this.kv.alloc(n, dst);
+    let sw;
+    try { sw = this.swa.alloc(n); } catch (e) { this.kv.free(dst.splice(k)); throw e; }
+    sw.forEach((x, j) => { this.swaOf[dst[k + j]] = x; });
+    this.mapped += n;
+    return dst;
   }
 
   evictSteps(n) {
@@ -365,13 +447,15 @@ export class Controller {
   // --- the request lifecycle ---
   /**
    * arrive matches tokens in ns and locks the matched prefix; with a host
-   * tier a host-only continuation is loaded back first. It returns the
-   * request; in asynchronous mode it may be waiting (req.ready false)
-   * until tick completes the transfers it needs.
+   * tier a host-only continuation is loaded back first; in Mamba trees the
+   * request gets its own state (a copy of the cached one its match ends
+   * on). It returns the request; in asynchronous mode it may be waiting
+   * (req.ready false) until tick completes the transfers it needs.
    */
   arrive(ns, tokens) {
     const req = { rid: this.nextRid++, ns, tokens: tokens.slice(), slots: [], ready: false, done: false, wait: null,
-      first: -1, hostHit: 0, protected: 0, cached: 0, last: '0', rcpt: null, hash: null, tried: false };
+      first: -1, hostHit: 0, protected: 0, cached: 0, last: '0', rcpt: null, hash: null, tried: false,
+      swaEvicted: 0, swaBranch: 0, swaReleased: false, mambaBranch: 0, mstate: -1, ckLen: 0, ckHash: null };
     this.stats.requests++; this.stats.input_tokens += tokens.length;
     this.tryArrive(req);
     return req;
@@ -392,13 +476,25 @@ export class Controller {
         this.execute(m.actions);
       }
     }
-    req.hostHit = Math.max(m.indices.length - req.first, 0);
+    const n = m.indices.length;
+    req.hostHit = Math.max(n - req.first, 0);
     this.stats.host_hit_tokens += req.hostHit;
     req.slots = m.indices.slice();
-    if (this.canary) req.hash = this.verify(req);
+    if (this.canary) {
+      req.hash = this.verifyChain(req.ns, req.tokens, req.slots, this.matchWindow(n));
+      if (this.mamba && m.mamba_slot >= 0) this.verifyState(m.mamba_slot, req.hash, n);
+    }
     const rc = this.eng.call('lock', { node: m.last_device }).receipt;
     req.last = m.last_device; req.rcpt = rc;
-    req.protected = req.cached = m.indices.length;
+    req.protected = req.cached = n;
+    if (this.swa && m.swa_branching_seqlen > 0) req.swaBranch = m.swa_branching_seqlen;
+    if (this.mamba && m.mamba_branching_seqlen > 0) req.mambaBranch = m.mamba_branching_seqlen;
+    if (this.mamba) {
+      try { this.forkState(req, m.mamba_slot); } catch (e) {
+        this.eng.call('unlock', { node: req.last, receipt: req.rcpt, skip_swa: false });
+        req.done = true; throw e;
+      }
+    }
     req.ready = true; req.wait = null;
     this.live.add(req);
     this.stats.matched_tokens += req.cached - req.hostHit;
@@ -411,21 +507,72 @@ export class Controller {
     return null;
   }
 
-  /** verify checks the request's matched slots against the canary and returns the prefix hash. */
-  verify(req) {
-    let h = canarySeed(req.ns); let bad = 0; let firstBad = -1;
-    for (let i = 0; i < req.slots.length; i++) {
-      h = canaryStep(h, req.tokens[i]);
+  /** matchWindow is the last window of an n-atom prefix: the SWA KV a hit promises. */
+  matchWindow(n) { return this.swa ? [Math.max(0, n - this.window), n] : null; }
+
+  /**
+   * verifyChain checks that slots[i] holds the canary record of
+   * tokens[..i] (and its SWA slot too for positions in win), and returns
+   * the prefix hash after them.
+   */
+  verifyChain(ns, tokens, slots, win) {
+    let h = canarySeed(ns); let bad = 0; let firstBad = -1; let checked = slots.length;
+    for (let i = 0; i < slots.length; i++) {
+      h = canaryStep(h, tokens[i]);
       canaryRecord(this.rec, h, i);
-      if (!sameRecord(this.kv.read(req.slots[i]), this.rec)) { bad++; if (firstBad < 0) firstBad = i; }
+      if (!sameRecord(this.kv.read(slots[i]), this.rec)) { bad++; if (firstBad < 0) firstBad = i; continue; }
+      if (win && i >= win[0] && i < win[1]) {
+        checked++;
+        const x = this.swaOf[slots[i]];
+        if (x < 0 || !sameRecord(this.swa.read(x), this.rec)) { bad++; if (firstBad < 0) firstBad = i; }
+      }
     }
-    this.stats.canary_checked += req.slots.length;
+    this.stats.canary_checked += checked;
     if (bad) {
       this.stats.canary_mismatches += bad;
-      throw new CanaryError(`canary: ${bad} of ${req.slots.length} matched slots hold the wrong bytes (first at position ${firstBad}, slot ${req.slots[firstBad]})`);
+      throw new CanaryError(`canary: ${bad} of ${slots.length} matched slots hold the wrong bytes (first at position ${firstBad}, slot ${slots[firstBad]})`);
     }
     return h;
   }
+
+  // Mamba state records: the prefix hash and the atom count, tagged.
+  stateRecord(h, n) { canaryRecord(this.rec, h, n); this.rec[7] |= 0x80; return this.rec; }
+  putState(slot, h, n) { this.mamba.write(slot, this.stateRecord(h, n)); }
+  stateIs(slot, h, n) { return sameRecord(this.mamba.read(slot), this.stateRecord(h, n)); }
+  verifyState(slot, h, n) {
+    this.stats.canary_checked++;
+    if (this.stateIs(slot, h, n)) return;
+    this.stats.canary_mismatches++;
+    throw new CanaryError(`canary: mamba state slot ${slot} does not hold the state after ${n} atoms`);
+  }
+  /** stateAt is the hash of the request's state after n atoms, derived from its running state (wrong when that is wrong). */
+  stateAt(r, n) {
+    const ok = this.stateIs(r.mstate, r.hash, r.slots.length);
+    let h;
+    if (n === r.slots.length) h = r.hash;
+    else if (n === r.ckLen) h = r.ckHash;
+    else { h = canarySeed(r.ns); for (let i = 0; i < n; i++) h = canaryStep(h, r.tokens[i]); }
+    return ok ? h : [~h[0] >>> 0, ~h[1] >>> 0];
+  }
+  mambaAtoms(n) { return Math.floor(n / this.grid) * this.grid; }
+  allocState() {
+    this.ensure(1, COMPONENTS.mamba);
+    const [s] = this.mamba.alloc(1);
+    this.ownedMamba++;
+    return s;
+  }
+  dropState(slot) { this.ownedMamba--; this.freePool(this.mamba, [slot]); }
+  forkState(r, src) {
+    const slot = this.allocState();
+    if (src >= 0) { this.mamba.copyFrom(slot, this.mamba, src); this.stats.mamba_forks++; }
+    else if (this.canary) this.putState(slot, r.hash, r.slots.length);
+    r.mstate = slot; r.ckLen = r.slots.length; r.ckHash = r.hash;
+  }
+  settleDonation(slot, res) {
+    this.ownedMamba--;
+    if (res.mamba_exist) this.freePool(this.mamba, [slot]); else this.stats.mamba_donated++;
+  }
+  ownSWA(r) { return this.swa ? Math.max(0, r.slots.length - Math.max(r.swaEvicted, r.protected)) : 0; }
 
   usable(req) {
     if (!req || req.done) throw new Error('the request is done');
@@ -437,38 +584,135 @@ export class Controller {
     this.usable(req);
     if (n < 0 || n > req.tokens.length - req.slots.length) throw new Error(`prefill of ${n} tokens, ${req.tokens.length - req.slots.length} pending`);
     if (n === 0) return;
-    this.ensure(n);
+    if (this.swa) this.slideWindow(req);
     const start = req.slots.length;
-    this.kv.alloc(n, req.slots);
-    this.owned += n; this.stats.computed_tokens += n;
-    if (this.canary) {
-      let h = req.hash;
-      for (let i = start; i < req.slots.length; i++) {
-        h = canaryStep(h, req.tokens[i]);
-        this.kv.write(req.slots[i], canaryRecord(this.rec, h, i));
-      }
-      req.hash = h;
-    }
+    this.alloc(req.slots, n);
+    this.owned += n; if (this.swa) this.ownedSWA += n; this.stats.computed_tokens += n;
+    if (this.canary) this.writeComputed(req, start);
     this.note('prefill', `request ${req.rid}: ${n} token(s) computed into fresh device slots`, []);
+  }
+
+  writeComputed(r, start) {
+    let h = r.hash; const old = r.hash;
+    for (let i = start; i < r.slots.length; i++) {
+      h = canaryStep(h, r.tokens[i]);
+      canaryRecord(this.rec, h, i);
+      this.kv.write(r.slots[i], this.rec);
+      if (this.swa) this.swa.write(this.swaOf[r.slots[i]], this.rec);
+      if (this.grid > 0 && (i + 1) % this.grid === 0) { r.ckLen = i + 1; r.ckHash = h; }
+    }
+    r.hash = h;
+    if (r.mstate >= 0) {
+      if (!this.stateIs(r.mstate, old, start)) h = [~h[0] >>> 0, ~h[1] >>> 0];
+      this.putState(r.mstate, h, r.slots.length);
+    }
+  }
+
+  /** slideWindow drops the SWA slots of the request's own positions that left its window (see host/native). */
+  slideWindow(r) {
+    const e = this.alignedAtoms(r.slots.length) - this.winPages;
+    if (e <= r.swaEvicted) return;
+    const b = r.swaBranch;
+    if (b > r.protected && e >= r.protected && b <= r.slots.length) { r.swaBranch = 0; this.cacheBranch(r, b); }
+    const from = Math.max(r.swaEvicted, r.protected);
+    if (from < e) { this.freeSWAOf(r.slots.slice(from, e)); this.ownedSWA -= e - from; this.stats.swa_window_freed += e - from; }
+    r.swaEvicted = e;
+    if (!r.swaReleased && r.protected > 0 && e >= r.protected) {
+      const m = this.eng.call('unlock_swa_early', { node: r.last, receipt: r.rcpt });
+      r.swaReleased = true; this.stats.swa_early_releases++;
+      this.execute(m.actions);
+    }
+  }
+
+  cacheBranch(r, n) {
+    try { this.finishChunk(r, n); } catch (e) { if (r.done || !(e instanceof ExhaustedError)) throw e; }
+  }
+
+  insert(r, upto, chunked, mslot) {
+    let step = this.eng.call('begin_insert', { namespace: r.ns, tokens: r.tokens.slice(0, upto), slots: r.slots.slice(0, upto),
+      prev_prefix_len: Math.min(r.protected, this.alignedAtoms(upto)), chunked,
+      swa_evicted_seqlen: this.swa ? r.swaEvicted : 0, swa_branching_seqlen: this.swa ? r.swaBranch : 0, mamba_slot: mslot });
+    for (;;) {
+      this.execute(step.actions);
+      if (step.done) return step.result;
+      step = this.eng.call('resume_insert');
+    }
+  }
+
+  /** freeOwned frees the request's own slots [from, to): Full-only below its SWA-evicted length. */
+  freeOwned(r, from, to) {
+    if (from >= to) return;
+    if (!this.swa) return this.freeDevice(r.slots.slice(from, to));
+    const mid = Math.min(Math.max(r.swaEvicted, from), to);
+    this.freeKV(r.slots.slice(from, mid), false);
+    this.freeKV(r.slots.slice(mid, to), true);
+  }
+
+  retire(r) {
+    this.owned -= r.slots.length - r.protected;
+    this.ownedSWA -= this.ownSWA(r);
+    if (r.mstate >= 0) { this.ownedMamba--; r.mstate = -1; }
+    r.done = true; this.live.delete(r);
+  }
+
+  /**
+   * finishChunk caches the request's first upto tokens while it keeps
+   * running (chunked prefill: in the playground, the Mamba and SWA
+   * branch points host/native caches early), then takes the tree's slots
+   * for that prefix and moves its lock there.
+   */
+  finishChunk(r, upto) {
+    let want = this.alignedAtoms(upto);
+    if (this.mamba) { want = this.mambaAtoms(upto); upto = want; }
+    if (want <= r.protected) return;
+    if (this.swa && (r.swaEvicted > r.protected || r.swaReleased) && want - Math.max(r.swaEvicted, r.protected) < this.window) {
+      throw new Error(`chunk end ${want}: the request holds SWA KV only from ${Math.max(r.swaEvicted, r.protected)} on`);
+    }
+    let mslot = -1;
+    if (this.mamba) {
+      mslot = this.allocState();
+      if (want === r.slots.length) this.mamba.copyFrom(mslot, this.mamba, r.mstate);
+      else if (this.canary) this.putState(mslot, this.stateAt(r, want), want);
+    }
+    const res = this.insert(r, upto, true, mslot);
+    if (mslot >= 0) this.settleDonation(mslot, res);
+    const a = res.total_len;
+    const m = this.eng.call('match', { namespace: r.ns, tokens: r.tokens.slice(0, upto) });
+    this.execute(m.actions);
+    if (m.indices.length !== a) throw new Error(`re-match after a chunk insert of ${a} atoms found ${m.indices.length}`);
+    for (let i = r.protected; i < a; i++) r.slots[i] = m.indices[i];
+    const rc = this.eng.call('lock', { node: m.last_device }).receipt;
+    this.eng.call('unlock', { node: r.last, receipt: r.rcpt, skip_swa: r.swaReleased });
+    this.owned -= a - r.protected;
+    this.ownedSWA -= this.ownSWA(r);
+    r.protected = a; r.last = m.last_device; r.rcpt = rc; r.swaReleased = false;
+    this.ownedSWA += this.ownSWA(r);
+    this.stats.chunk_finishes++;
+    if (this.canary) {
+      const h = this.verifyChain(r.ns, r.tokens, r.slots.slice(0, a), this.matchWindow(a));
+      if (this.mamba && m.mamba_slot >= 0) this.verifyState(m.mamba_slot, h, a);
+    }
   }
 
   /** finish caches the request's page-aligned computed prefix, frees its ragged tail and releases its lock. */
   finish(req) {
     this.usable(req);
     const computed = req.slots.length;
-    const upto = computed;
-    let step = this.eng.call('begin_insert', { namespace: req.ns, tokens: req.tokens.slice(0, upto), slots: req.slots.slice(0, upto),
-      prev_prefix_len: Math.min(req.protected, this.alignedAtoms(upto)) });
-    for (;;) {
-      this.execute(step.actions);
-      if (step.done) break;
-      step = this.eng.call('resume_insert');
+    if (this.mamba) {
+      const b = req.mambaBranch;
+      if (b > req.protected && b < this.mambaAtoms(computed)) { req.mambaBranch = 0; this.cacheBranch(req, b); }
     }
-    const from = Math.max(step.result.total_len, req.protected);
-    this.freeDevice(req.slots.slice(from, computed));
-    this.eng.call('unlock', { node: req.last, receipt: req.rcpt, skip_swa: false });
-    this.owned -= computed - req.protected;
-    req.done = true; this.live.delete(req);
+    let upto = computed; let mslot = -1;
+    if (this.mamba) {
+      const n = Math.max(this.mambaAtoms(computed), req.protected);
+      upto = n; mslot = req.mstate;
+      if (this.canary && n !== computed) this.putState(req.mstate, this.stateAt(req, n), n);
+    }
+    const res = this.insert(req, upto, false, mslot);
+    if (mslot >= 0) { this.settleDonation(mslot, res); req.mstate = -1; }
+    this.freeOwned(req, Math.max(res.total_len, req.protected), computed);
+    this.eng.call('unlock', { node: req.last, receipt: req.rcpt, skip_swa: req.swaReleased });
+    this.retire(req);
     this.stats.finished++;
   }
 
@@ -510,6 +754,15 @@ export class Controller {
     const st = this.eng.call('stats');
     const tree = Number(st.evictable[0]) + Number(st.protected[0]);
     if (tree + this.owned !== this.kv.inUse) throw new Error(`device pool: ${this.kv.inUse} slots in use, the tree holds ${tree} and requests own ${this.owned}`);
+    if (this.swa) {
+      const t = Number(st.evictable[1]) + Number(st.protected[1]);
+      if (t + this.ownedSWA !== this.swa.inUse) throw new Error(`SWA pool: ${this.swa.inUse} slots in use, the tree holds ${t} and requests own ${this.ownedSWA}`);
+      if (this.mapped !== this.swa.inUse) throw new Error(`SWA mapping: ${this.mapped} full slots map to SWA slots, ${this.swa.inUse} SWA slots are in use`);
+    }
+    if (this.mamba) {
+      const t = Number(st.evictable[2]) + Number(st.protected[2]);
+      if (t + this.ownedMamba !== this.mamba.inUse) throw new Error(`Mamba pool: ${this.mamba.inUse} states in use, the tree holds ${t} and requests own ${this.ownedMamba}`);
+    }
     if (this.host) {
       let held = 0; for (const b of this.held) held += b;
       if (held !== this.host.inUse) throw new Error(`host pool: ${this.host.inUse} slots in use, the tree holds ${held}`);

@@ -12,13 +12,28 @@ import { Controller, ExhaustedError, emptyStats } from './driver.mjs';
 /** defaults are the settings a session uses for what it is not told. */
 export const defaults = Object.freeze({
   page_size: 4, policy: 'lru', capacity: 256, host_capacity: 0, write_policy: 'write_through',
+  components: 'full', swa_window: 8, swa_capacity: 0, mamba_chunk: 0, mamba_cap: 0, mamba_capacity: 0,
   transfer_delay: 0, kv_events: true, canary: true, audit: true,
 });
 
 /** configOf is the create op's config for settings. */
 export function configOf(s) {
-  return { page_size: s.page_size, components: [0], policy: s.policy, bigram: false, host_tier: s.host_capacity > 0,
-    write_policy: s.write_policy === 'write_back' ? 1 : 0, write_through_threshold: 0, kv_events: !!s.kv_events, hash_convention: 0 };
+  const comps = componentsOf(s.components);
+  return { page_size: s.page_size, components: comps, policy: s.policy, bigram: false, host_tier: s.host_capacity > 0,
+    write_policy: s.write_policy === 'write_back' ? 1 : 0, write_through_threshold: 0, kv_events: !!s.kv_events, hash_convention: 0,
+    swa_window: comps.includes(1) ? s.swa_window : 0, mamba_chunk_size: comps.includes(2) ? s.mamba_chunk : 0,
+    mamba_max_path_states: comps.includes(2) ? s.mamba_cap : 0 };
+}
+
+/** componentsOf parses a component set: full, full,swa, full,mamba or full,swa,mamba. */
+export function componentsOf(names = 'full') {
+  const ids = { full: 0, swa: 1, mamba: 2 };
+  const out = String(names).split(',').map((x) => x.trim()).filter(Boolean).map((x) => {
+    if (!(x in ids)) throw new Error(`component ${x}: want full, swa or mamba`);
+    return ids[x];
+  });
+  if (!out.includes(0)) throw new Error('the component set needs full');
+  return out;
 }
 
 export class Session {
@@ -33,7 +48,10 @@ export class Session {
     if (this.eng) this.eng.destroy();
     const s = this.settings;
     this.eng = Engine.create(this.guest, configOf(s));
-    this.pools = { device: new Pool('device', s.capacity), host: s.host_capacity > 0 ? new Pool('host', s.host_capacity) : null };
+    const comps = componentsOf(s.components);
+    this.pools = { device: new Pool('device', s.capacity), host: s.host_capacity > 0 ? new Pool('host', s.host_capacity) : null,
+      swa: comps.includes(1) ? new Pool('swa', s.swa_capacity || s.capacity) : null,
+      mamba: comps.includes(2) ? new Pool('mamba', s.mamba_capacity || Math.floor(s.capacity / s.page_size) + 2) : null };
     this.entries = null;
     this.ctl = new Controller(this.eng, this.pools, { canary: s.canary, transferDelay: s.transfer_delay,
       log: this.keepLog ? (e) => this.entries.push(e) : null });
@@ -198,8 +216,10 @@ export class Session {
       const cache = this.cache; const live = new Set(ids);
       const read = (id) => {
         const i = eng.call('inspect', { node: id }).info; const c = i.components[0];
+        const sw = i.components[1]; const mb = i.components[2];
         const n = { id, parent: i.parent, children: i.children, tokens: i.key.length, key: i.key.slice(0, 6), ns: i.namespace.cache_salt || i.namespace.extra_key,
           device: c.device ? c.device.length : 0, host: c.host ? c.host.length : 0, lock: c.lock, host_lock: c.host_lock,
+          swa: this.pools.swa ? (sw.device ? sw.device.length : -1) : null, mamba: this.pools.mamba ? !!(mb.device && mb.device.length) : null,
           hits: Number(i.hits), pending: i.write_through_pending !== '0', pinned: i.pinned_by !== '0' };
         cache.set(id, n); return n;
       };
@@ -220,6 +240,8 @@ export class Session {
       const p = this.pools;
       return { root: st.root, nodes: ids.map((id) => ({ ...cache.get(id) })), receipts: this.receipts(),
         pools: [{ name: 'device full', cap: p.device.capacity, used: p.device.inUse },
+          ...(p.swa ? [{ name: 'device swa', cap: p.swa.capacity, used: p.swa.inUse }] : []),
+          ...(p.mamba ? [{ name: 'device mamba', cap: p.mamba.capacity, used: p.mamba.inUse }] : []),
           ...(p.host ? [{ name: 'host full', cap: p.host.capacity, used: p.host.inUse }] : [])],
         transfers: this.ctl.transfers.map((t) => ({ kind: t.kind, node: t.kind === 'write_through' ? t.id : t.anchor, due: t.due, tokens: t.tokens })),
         stats: { ...this.ctl.stats }, steps: this.steps, total: this.script.length, pos: this.pos, done: this.done, hits: this.hits.slice() };

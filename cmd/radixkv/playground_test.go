@@ -20,7 +20,8 @@ var updatePlayground = flag.Bool("update-playground", false, "rewrite playground
 
 // playgroundFixture is what the playground's Node tests compare the JS
 // controller with: the deterministic counters of a Go replay of
-// playground/testdata/go-run.log under each write policy.
+// playground/testdata/go-run.log under each write policy, and of
+// go-hybrid.log (full,swa,mamba, no host tier).
 const playgroundFixture = "../../playground/testdata/go-run.json"
 
 // goRunCounters are the deterministic parts of a replay report.
@@ -51,6 +52,16 @@ type goRunCounters struct {
 		HostFreedTokens  int64 `json:"host_freed_tokens"`
 		CachedHostTokens int64 `json:"cached_host_tokens"`
 	} `json:"host_tier"`
+	Hybrid *struct {
+		SWAWindowFreed    int64 `json:"swa_window_freed"`
+		SWAEarlyReleases  int64 `json:"swa_early_releases"`
+		SWAEvicted        int64 `json:"swa_evicted"`
+		CachedSWATokens   int64 `json:"cached_swa_tokens"`
+		MambaForks        int64 `json:"mamba_forks"`
+		MambaDonated      int64 `json:"mamba_donated"`
+		MambaEvicted      int64 `json:"mamba_evicted"`
+		CachedMambaStates int64 `json:"cached_mamba_states"`
+	} `json:"hybrid,omitempty"`
 	Canary struct {
 		Checked    int64 `json:"checked_slots"`
 		Mismatches int64 `json:"mismatches"`
@@ -61,14 +72,23 @@ type goRunCounters struct {
 // replaying its command log today gives the counters it holds.
 func TestPlayground_GoRunFixture(t *testing.T) {
 	got := map[string]goRunCounters{}
-	for _, wp := range []string{"write_through", "write_back"} {
-		code, out, errs := cli(t, "replay", "--log", "../../playground/testdata/go-run.log", "--write-policy", wp, "--json")
+	for name, args := range map[string][]string{
+		"write_through": {"--log", "../../playground/testdata/go-run.log", "--write-policy", "write_through"},
+		"write_back":    {"--log", "../../playground/testdata/go-run.log", "--write-policy", "write_back"},
+		"hybrid":        {"--log", "../../playground/testdata/go-hybrid.log"},
+	} {
+		code, out, errs := cli(t, append([]string{"replay", "--json"}, args...)...)
 		require.Equal(t, 0, code, errs)
 		var c goRunCounters
 		require.NoError(t, json.Unmarshal([]byte(out), &c))
 		require.NotZero(t, c.Evictions.Nodes, "the fixture must evict")
-		require.NotZero(t, c.HostTier.LoadBacks, "the fixture must load back")
-		got[wp] = c
+		if name == "hybrid" {
+			require.NotNil(t, c.Hybrid)
+			require.NotZero(t, c.Hybrid.MambaForks)
+		} else {
+			require.NotZero(t, c.HostTier.LoadBacks, "the fixture must load back")
+		}
+		got[name] = c
 	}
 	want, err := json.MarshalIndent(got, "", "  ")
 	require.NoError(t, err)

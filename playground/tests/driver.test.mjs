@@ -45,6 +45,25 @@ for (const wp of ['write_through', 'write_back']) {
   });
 }
 
+test('the JS controller replays the recorded hybrid Go run (full,swa,mamba) to the same counters', async () => {
+  const sc = logScenario(parseLog(await readFile(repoFile('playground/testdata/go-hybrid.log'), 'utf8')));
+  assert.equal(sc.settings.components, 'full,swa,mamba');
+  const s = new Session(await guest(), { ...sc.settings, kv_events: false }, sc.script, { log: false });
+  while (!s.done) { const r = s.step(); assert.equal(r.error, null, `step ${r.step}: ${r.label}`); }
+  const st = s.ctl.stats; const want = goRun.hybrid; const tree = s.eng.call('stats');
+  assert.deepStrictEqual({
+    requests: st.requests, input_tokens: st.input_tokens, computed_tokens: st.computed_tokens,
+    hits: { device_tokens: st.matched_tokens, host_tokens: st.host_hit_tokens },
+    evictions: { nodes: st.evicted_nodes, tokens: st.evicted_tokens },
+    cached_tokens: Number(tree.evictable[0]) + Number(tree.protected[0]),
+    hybrid: { swa_window_freed: st.swa_window_freed, swa_early_releases: st.swa_early_releases, swa_evicted: st.swa_evicted,
+      cached_swa_tokens: Number(tree.evictable[1]) + Number(tree.protected[1]), mamba_forks: st.mamba_forks, mamba_donated: st.mamba_donated,
+      mamba_evicted: st.mamba_evicted, cached_mamba_states: Number(tree.evictable[2]) + Number(tree.protected[2]) },
+    canary: { checked_slots: st.canary_checked, mismatches: st.canary_mismatches },
+  }, { requests: want.requests, input_tokens: want.input_tokens, computed_tokens: want.computed_tokens, hits: want.hits,
+    evictions: want.evictions, cached_tokens: want.cached_tokens, hybrid: want.hybrid, canary: want.canary });
+});
+
 async function runAll(sc, over = {}) {
   const s = new Session(await guest(), { ...sc.settings, ...over }, sc.script);
   const kinds = new Set(); const recs = [];
@@ -73,6 +92,20 @@ for (const [name, make] of Object.entries(scenarios)) {
       if (delay > 0 && (st.write_throughs > 0 || st.load_backs > 0)) assert.ok(recs.some((r) => r.inflight > 0), 'transfers were in flight');
       const snap = s.snapshot();
       assert.ok(snap.nodes.length > 1);
+    });
+  }
+}
+
+for (const comps of ['full,swa', 'full,mamba', 'full,swa,mamba']) {
+  for (const name of ['chat', 'agents']) {
+    test(`scenario ${name} with components ${comps}: every step audits clean`, async () => {
+      const sc = scenarios[name]();
+      const { s, kinds } = await runAll(sc, { components: comps, host_capacity: 0, capacity: 400, swa_window: 8, mamba_chunk: 4, mamba_cap: 2 });
+      assert.equal(s.ctl.stats.canary_mismatches, 0);
+      if (comps.includes('mamba')) assert.ok(s.ctl.stats.mamba_forks > 0 || s.ctl.stats.mamba_donated > 0);
+      if (comps.includes('swa')) assert.ok(kinds.has(ACTIONS.swa_rebuild) || kinds.has(ACTIONS.free_device_slots));
+      const snap = s.snapshot();
+      assert.ok(snap.pools.length >= 2);
     });
   }
 }
