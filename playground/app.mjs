@@ -19,14 +19,14 @@ function send(m) { worker.postMessage(m); }
 
 function settingsFromForm() {
   const f = new FormData($('settings')); const s = {};
-  for (const k of ['page_size', 'capacity', 'host_capacity', 'transfer_delay']) s[k] = Number(f.get(k));
-  s.policy = f.get('policy'); s.write_policy = f.get('write_policy');
+  for (const k of ['page_size', 'capacity', 'host_capacity', 'transfer_delay', 'swa_window', 'mamba_chunk', 'mamba_cap']) s[k] = Number(f.get(k));
+  s.policy = f.get('policy'); s.write_policy = f.get('write_policy'); s.components = f.get('components');
   return s;
 }
 
 function fillForm(s) {
   const f = $('settings');
-  for (const k of ['page_size', 'policy', 'capacity', 'host_capacity', 'write_policy', 'transfer_delay']) if (f.elements[k]) f.elements[k].value = s[k];
+  for (const k of ['page_size', 'policy', 'capacity', 'host_capacity', 'write_policy', 'transfer_delay', 'components', 'swa_window', 'mamba_chunk', 'mamba_cap']) if (f.elements[k]) f.elements[k].value = s[k];
 }
 
 function status(text, bad = false) { $('status').textContent = text; $('status').style.color = bad ? '#b91c1c' : ''; }

@@ -1,6 +1,5 @@
 // Parses a command log written by `radixkv record` (cmd/radixkv/log.go:
 // "radixkv-log 1", "set NAME VALUE" lines, "req ..." lines, "end N T").
-import { pipeline } from './scenarios.mjs';
 
 export class LogError extends Error {}
 
@@ -51,8 +50,15 @@ export function parseLog(text) {
   return { settings: set, requests: reqs, source: set.source ?? '' };
 }
 
-/** logScenario turns a parsed log into a scenario (requests one at a time, as replay runs them). */
-export function logScenario(log, name = 'log') {
+/** outputToken is the id of the j-th decoded token of request k, as radixkv replay --output-tokens makes it. */
+export const outputToken = (k, j) => ((2 ** 31) + ((k * 65536 + j) % (2 ** 31))) >>> 0;
+
+/**
+ * logScenario turns a parsed log into a scenario: requests one at a time,
+ * as replay runs them (arrive, prefill, decode when the log or opts say
+ * output-tokens, finish).
+ */
+export function logScenario(log, name = 'log', opts = {}) {
   const s = log.settings;
   const settings = {};
   if (s.components) settings.components = s.components;
@@ -64,6 +70,13 @@ export function logScenario(log, name = 'log') {
   if (s['host-capacity']) settings.host_capacity = Number(s['host-capacity']);
   if (s.policy) settings.policy = s.policy;
   if (s['write-policy']) settings.write_policy = s['write-policy'];
-  const reqs = log.requests.map((r, i) => ({ name: `req ${i}`, ns: r.ns, tokens: r.tokens }));
-  return { name, title: `Command log (${reqs.length} requests)`, vocab: null, settings, script: pipeline(reqs, 1) };
+  const decode = opts.outputTokens ?? s['output-tokens'] === 'true';
+  const script = [];
+  log.requests.forEach((r, i) => {
+    const nm = `req ${i}`;
+    script.push({ t: 'arrive', req: i, name: nm, ns: r.ns, tokens: r.tokens }, { t: 'prefill', req: i, name: nm });
+    if (decode && r.output > 0) script.push({ t: 'decode', req: i, name: nm, tokens: Array.from({ length: r.output }, (_, j) => outputToken(i, j)) });
+    script.push({ t: 'finish', req: i, name: nm });
+  });
+  return { name, title: `Command log (${log.requests.length} requests${decode ? ', decoding' : ''})`, vocab: null, settings, script };
 }

@@ -52,7 +52,7 @@ export const emptyStats = () => ({
   requests: 0, finished: 0, input_tokens: 0, matched_tokens: 0, computed_tokens: 0, freed_slots: 0,
   evicted_nodes: 0, evicted_tokens: 0, canary_checked: 0, canary_mismatches: 0,
   host_hit_tokens: 0, load_backs: 0, loaded_tokens: 0, load_backs_skipped: 0, backups: 0, backed_up_tokens: 0,
-  write_throughs: 0, backups_refused: 0, demoted: 0, dropped: 0, host_evictions: 0, host_freed_slots: 0,
+  write_throughs: 0, backups_refused: 0, demoted: 0, dropped: 0, host_evictions: 0, host_freed_slots: 0, host_freed_tokens: 0,
   bytes_moved: 0, waits: 0,
   swa_window_freed: 0, swa_early_releases: 0, swa_evicted: 0, mamba_forks: 0, mamba_donated: 0, mamba_evicted: 0, chunk_finishes: 0,
 });
@@ -70,7 +70,7 @@ export class Controller {
     const comps = new Set(cfg.components);
     if (!comps.has(COMPONENTS.full)) throw new Error('the tree needs the full component');
     if (cfg.bigram) throw new Error('the playground controller does not run bigram trees');
-    if (cfg.host_tier && comps.size > 1) throw new Error('the playground runs the host tier with Full-attention trees only (no SWA or Mamba host pools)');
+
     if (!(pools.device instanceof Pool)) throw new Error('the device pool is required');
     if (cfg.host_tier && !(pools.host instanceof Pool)) throw new Error('the tree has a host tier, so a host pool is required');
     if (cfg.host_tier && pools.host === pools.device) throw new Error('the host pool is the device pool');
@@ -95,7 +95,13 @@ export class Controller {
     this.log = opts.log ?? null;
     this.stats = emptyStats();
     this.owned = 0; this.live = new Set(); this.ack = 0; this.now = 0;
-    this.held = cfg.host_tier ? new Uint8Array(pools.host.capacity) : null; // host slots the tree holds
+    // Host pools per component and the host slots the tree holds in each.
+    this.hostPools = [this.host, null, null]; this.devPools = [this.kv, this.swa, this.mamba];
+    if (this.host) {
+      if (this.swa) { if (!(pools.hostSwa instanceof Pool)) throw new Error('the tree has SWA and a host tier, so a host SWA pool is required'); this.hostPools[1] = pools.hostSwa; }
+      if (this.mamba) { if (!(pools.hostMamba instanceof Pool)) throw new Error('the tree has Mamba and a host tier, so a host Mamba pool is required'); this.hostPools[2] = pools.hostMamba; }
+    }
+    this.held = this.hostPools.map((p) => (p ? new Uint8Array(p.capacity) : null));
     this.transfers = []; // async copies in flight
     this.loading = new Map(); // device slot -> load-back transfer filling it
     this.rec = new Uint8Array(SLOT_BYTES);
@@ -163,6 +169,7 @@ export class Controller {
       case ACTIONS.replace_write_through_on_split: return this.replaceOnSplit(a);
       case ACTIONS.swa_rebuild: return this.checkMapped(a);
       case ACTIONS.recover_swa_with_locked_full: this.remap(a); return this.freeKV(a.incoming, false);
+      case ACTIONS.rebuild_full_to_swa_mapping: return this.rebuild(a);
       case ACTIONS.mamba_evict_excess_path_states: {
         if (!this.mamba) break;
         const m = this.eng.call('evict_excess_path_states', { node: a.node });
@@ -221,11 +228,22 @@ export class Controller {
   }
 
   freeHost(a) {
-    if (!this.host) throw new Error(`${meaning(a)}: no host tier`);
-    for (const s of a.slots) if (!this.held[s]) throw new Error(`${meaning(a)}: host slot ${s} is not held by the tree`);
-    this.host.free(a.slots);
-    for (const s of a.slots) this.held[s] = 0;
+    const p = this.hostPools[a.component]; const held = this.held[a.component];
+    if (!p) throw new Error(`${meaning(a)}: no ${COMP_NAMES[a.component]} host pool`);
+    for (const x of a.slots) if (!held[x]) throw new Error(`${meaning(a)}: ${COMP_NAMES[a.component]} host slot ${x} is not held by the tree`);
+    p.free(a.slots);
+    for (const x of a.slots) held[x] = 0;
     this.stats.freed_slots += a.slots.length; this.stats.host_freed_slots += a.slots.length;
+    if (a.component === COMPONENTS.full) this.stats.host_freed_tokens += a.slots.length;
+  }
+
+  /** rebuild maps each loaded Full slot to the SWA slot a load-back filled (RebuildFullToSWAMapping). */
+  rebuild(a) {
+    this.needSWA(a);
+    if (a.slots.length !== a.incoming.length) throw new Error(`RebuildFullToSWAMapping: ${a.slots.length} full slots for ${a.incoming.length} SWA slots`);
+    for (const f of a.slots) if (this.swaOf[f] >= 0) throw new Error(`RebuildFullToSWAMapping: full slot ${f} already maps to an SWA slot`);
+    a.slots.forEach((f, k) => { this.swaOf[f] = a.incoming[k]; });
+    this.mapped += a.slots.length;
   }
 
   replaceOnSplit(a) {
@@ -249,7 +267,7 @@ export class Controller {
       const owned = [this.owned, this.ownedSWA, this.ownedMamba][comp];
       throw new ExhaustedError(`${n} ${['KV', 'SWA', 'Mamba state'][comp]} slots needed, ${avail} free and ${evictable} evictable of ${p.capacity}; ${st.protected[comp]} locked by running requests and ${owned} owned by them`);
     }
-    if (this.host) return this.evictSteps(n);
+    if (this.host) return this.evictSteps(comp, p, n);
     const m = this.eng.call('evict', { component: comp, want: BigInt(n - avail) });
     for (const a of m.actions) if (a.kind === ACTIONS.free_device_slots && a.component === 0) this.stats.evicted_nodes++;
     if (comp === COMPONENTS.full) this.stats.evicted_tokens += Number(m.freed);
@@ -270,93 +288,121 @@ export class Controller {
     return dst;
   }
 
-  evictSteps(n) {
-    for (let round = 0; this.kv.available < n && round < 4; round++) {
-      const before = this.kv.available;
-      this.eng.call('evict_start', { component: 0, want: BigInt(n - before) });
+  evictSteps(comp, p, n) {
+    for (let round = 0; p.available < n && round < 4; round++) {
+      const before = p.available;
+      this.eng.call('evict_start', { component: comp, want: BigInt(n - before) });
       let err = null;
       try {
-        while (this.kv.available < n) {
+        while (p.available < n) {
           const st = this.eng.call('evict_next');
           if (st.done) break;
-          this.executeEviction(st.actions);
+          this.executeEviction(comp, st.actions);
         }
       } catch (e) { err = e; }
       this.eng.call('evict_end');
       if (err) throw err;
-      if (this.kv.available === before) break;
+      if (p.available === before) break;
     }
-    if (this.kv.available < n) throw new ExhaustedError(`${n} KV slots needed, ${this.kv.available} free after evicting (the rest is locked or could not be demoted)`);
+    if (p.available < n) throw new ExhaustedError(`${n} ${COMP_NAMES[comp]} slots needed, ${p.available} free after evicting (the rest is locked or could not be demoted)`);
   }
 
-  executeEviction(acts) {
+  executeEviction(comp, acts) {
     let first = null;
     for (const a of acts) {
       try {
         if (a.kind === ACTIONS.backup_kv) {
-          for (const id of (a.nodes.length ? a.nodes : [a.node]).slice()) this.evictToHost(id);
+          for (const id of (a.nodes.length ? a.nodes : [a.node]).slice()) this.evictToHost(comp, id);
           continue;
         }
-        if (a.kind === ACTIONS.free_device_slots && a.component === 0) { this.stats.evicted_nodes++; this.stats.evicted_tokens += a.slots.length; }
+        if (a.kind === ACTIONS.free_device_slots && a.component === 0) {
+          this.stats.evicted_nodes++;
+          if (comp === COMPONENTS.full) this.stats.evicted_tokens += a.slots.length;
+        }
         this.executeOne(a);
       } catch (e) { first ??= e; }
     }
     if (first) throw first;
   }
 
-  evictToHost(id) {
+  evictToHost(comp, id) {
     const { ok } = this.backupNode(id, false);
     if (ok) {
       const m = this.eng.call('demote', { node: id });
       if (m.actions.length) this.stats.demoted++;
-      return this.executeEviction(m.actions);
+      return this.executeEviction(comp, m.actions);
     }
     this.stats.backups_refused++;
     const m = this.eng.call('drop_subtree_no_host', { node: id });
     if (m.dropped) this.stats.dropped++;
-    this.executeEviction(m.actions);
+    this.executeEviction(comp, m.actions);
   }
 
   // --- the host tier ---
-  hostRoom(n) {
-    const avail = this.host.available;
+  hostRoom(comp, n) {
+    const p = this.hostPools[comp];
+    const avail = p.available;
     if (avail >= n) return true;
-    if (n > this.host.capacity) return false;
+    if (n > p.capacity) return false;
     this.stats.host_evictions++;
-    const m = this.eng.call('evict_host', { component: 0, want: BigInt(n - avail) });
+    const m = this.eng.call('evict_host', { component: comp, want: BigInt(n - avail) });
     this.execute(m.actions);
-    return this.host.available >= n;
+    return p.available >= n;
   }
 
   /**
-   * backupNode copies node's device data without a host copy to the host
-   * and commits it; with defer the byte copies are returned instead of
-   * made (an asynchronous write-through lands them later).
+   * backupNode copies node's device data without a host copy (Full, the
+   * SWA runs of the window above it, its Mamba state) to the host and
+   * commits it; with defer the byte copies are returned instead of made
+   * (an asynchronous write-through lands them later).
    */
   backupNode(id, defer) {
-    let spec;
+    let spec; let need;
     for (let attempt = 0; ; attempt++) {
       spec = this.eng.call('backup_spec', { node: id }).spec;
-      if (!spec.full || spec.full.length === 0) return { ok: true, full: false, copies: [] };
-      if (this.host.available >= spec.full.length) break;
-      if (attempt === 3 || !this.hostRoom(spec.full.length)) return { ok: false, full: false, copies: [] };
+      need = [spec.full ? spec.full.length : 0, spec.swa.reduce((k, e) => k + e.slots.length, 0), spec.mamba >= 0 ? 1 : 0];
+      if (!spec.full && spec.swa.length === 0 && spec.mamba < 0) return { ok: true, full: false, copies: [] };
+      let fits = true;
+      need.forEach((n, c) => {
+        if (n > 0 && !this.hostPools[c]) throw new Error(`backup of ${id} copies ${COMP_NAMES[c]} data, but there is no ${COMP_NAMES[c]} host pool`);
+        if (n > 0 && this.hostPools[c].available < n) fits = false;
+      });
+      if (fits) break;
+      if (attempt === 3) return { ok: false, full: false, copies: [] };
+      for (let c = 0; c < 3; c++) if (need[c] > 0 && !this.hostRoom(c, need[c])) return { ok: false, full: false, copies: [] };
     }
-    const dst = this.host.alloc(spec.full.length);
-    const copies = spec.full.map((src, k) => [dst[k], src]);
-    if (!defer) this.copyToHost(copies);
-    try {
-      this.eng.call('commit_backup', { node: id, full: dst, swa: [], mamba: -1 });
-    } catch (e) {
-      this.host.free(dst);
+    const dst = [[], [], []];
+    try { need.forEach((n, c) => { if (n > 0) this.hostPools[c].alloc(n, dst[c]); }); } catch (e) {
+      dst.forEach((d, c) => { if (d.length) this.hostPools[c].free(d); });
       throw e;
     }
-    for (const s of dst) this.held[s] = 1;
-    this.stats.backups++; this.stats.backed_up_tokens += dst.length;
-    return { ok: true, full: true, copies };
+    const copies = [];
+    const H = this.hostPools;
+    if (spec.full) spec.full.forEach((src, k) => copies.push([H[0], dst[0][k], this.kv, src]));
+    const swaLists = []; let off = 0;
+    for (const e of spec.swa) {
+      const list = dst[1].slice(off, off + e.slots.length); off += e.slots.length; swaLists.push(list);
+      e.slots.forEach((f, j) => {
+        const x = this.swaOf[f];
+        if (x < 0) throw new Error(`SWA mapping: backup of SWA data over full slot ${f} of ${e.node}, which maps to no SWA slot`);
+        copies.push([H[1], list[j], this.swa, x]);
+      });
+    }
+    if (spec.mamba >= 0) copies.push([H[2], dst[2][0], this.mamba, spec.mamba]);
+    if (!defer) this.copy(copies);
+    try {
+      this.eng.call('commit_backup', { node: id, full: spec.full ? dst[0] : null, swa: swaLists, mamba: spec.mamba >= 0 ? dst[2][0] : -1 });
+    } catch (e) {
+      dst.forEach((d, c) => { if (d.length) this.hostPools[c].free(d); });
+      throw e;
+    }
+    dst.forEach((d, c) => { for (const x of d) this.held[c][x] = 1; });
+    this.stats.backups++; this.stats.backed_up_tokens += need[0];
+    return { ok: true, full: !!spec.full, copies };
   }
 
-  copyToHost(copies) { for (const [d, s] of copies) this.stats.bytes_moved += this.host.copyFrom(d, this.kv, s); }
-  copyToDevice(copies) { for (const [d, s] of copies) this.stats.bytes_moved += this.kv.copyFrom(d, this.host, s); }
+  /** copy runs [toPool, dst, fromPool, src] slot copies. */
+  copy(copies) { for (const [to, d, from, x] of copies) this.stats.bytes_moved += to.copyFrom(d, from, x); }
 
   backupChain(chain) {
     for (const id of chain.slice()) {
@@ -378,7 +424,7 @@ export class Controller {
   }
 
   finishWriteThrough(t) {
-    this.copyToHost(t.copies);
+    this.copy(t.copies);
     this.eng.call('finish_write_through', { nodes: t.nodes, ack: BigInt(t.ack) });
     this.stats.write_throughs++;
     this.eng.call('unlock', { node: t.id, receipt: t.rc, skip_swa: false });
@@ -397,7 +443,7 @@ export class Controller {
     let r;
     try { r = this.loadBackLocked(t); } catch (e) { this.releaseLoadBack(t); throw e; }
     if (r && this.delay > 0) {
-      for (const [d] of t.copies) this.loading.set(d, t);
+      for (const [to, d] of t.copies) if (to === this.kv) this.loading.set(d, t);
       this.transfers.push(t);
       this.note('transfer', `load-back of ${t.tokens} token(s) to node ${anchor} in flight for ${this.delay} step(s)`, [anchor]);
       return t;
@@ -414,32 +460,45 @@ export class Controller {
 
   loadBackLocked(t) {
     const anchor = t.anchor;
+    const needs = (p) => [p.full.reduce((k, e) => k + e.slots.length, 0), p.swa.reduce((k, e) => k + e.slots.length, 0), p.mamba >= 0 ? 1 : 0];
+    const empty = (p) => p.full.length === 0 && p.swa.length === 0 && p.mamba < 0;
     let plan = this.eng.call('load_back', { anchor }).plan;
-    const atoms = (p) => p.full.reduce((s, e) => s + e.slots.length, 0);
-    if (plan.pinned || atoms(plan) === 0) { this.stats.load_backs_skipped++; return false; }
-    try { this.ensure(atoms(plan)); } catch (e) {
-      if (e instanceof ExhaustedError) { this.stats.load_backs_skipped++; return false; }
-      throw e;
+    if (plan.pinned || empty(plan)) { this.stats.load_backs_skipped++; return false; }
+    let need = needs(plan);
+    for (let c = 0; c < 3; c++) {
+      if (need[c] === 0) continue;
+      if (!this.devPools[c] || !this.hostPools[c]) throw new Error(`load-back of ${anchor} brings ${COMP_NAMES[c]} data, but there are no ${COMP_NAMES[c]} pools`);
+      try { this.ensure(need[c], c); } catch (e) {
+        if (e instanceof ExhaustedError) { this.stats.load_backs_skipped++; return false; }
+        throw e;
+      }
     }
     plan = this.eng.call('load_back', { anchor }).plan;
-    const need = atoms(plan);
-    if (plan.pinned || need === 0 || this.kv.available < need) { this.stats.load_backs_skipped++; return false; }
+    need = needs(plan);
+    for (let c = 0; c < 3; c++) if (need[c] > 0 && this.devPools[c].available < need[c]) { this.stats.load_backs_skipped++; return false; }
+    if (plan.pinned || empty(plan)) { this.stats.load_backs_skipped++; return false; }
+    // Plain Full slots: the loaded SWA slots are mapped by the commit's RebuildFullToSWAMapping actions.
     const full = plan.full.map((e) => this.kv.alloc(e.slots.length));
-    plan.full.forEach((e, k) => e.slots.forEach((s, j) => t.copies.push([full[k][j], s])));
-    if (this.delay === 0) this.copyToDevice(t.copies);
+    const swa = plan.swa.map((e) => this.swa.alloc(e.slots.length));
+    const mslot = plan.mamba >= 0 ? this.mamba.alloc(1)[0] : -1;
+    const H = this.hostPools;
+    plan.full.forEach((e, k) => e.slots.forEach((x, j) => t.copies.push([this.kv, full[k][j], H[0], x])));
+    plan.swa.forEach((e, k) => e.slots.forEach((x, j) => t.copies.push([this.swa, swa[k][j], H[1], x])));
+    if (mslot >= 0) t.copies.push([this.mamba, mslot, H[2], plan.mamba]);
+    if (this.delay === 0) this.copy(t.copies);
     let m;
-    try { m = this.eng.call('commit_load_back', { anchor, full, swa: [], mamba: -1 }); } catch (e) {
-      this.kv.free(full.flat());
+    try { m = this.eng.call('commit_load_back', { anchor, full, swa, mamba: mslot }); } catch (e) {
+      this.kv.free(full.flat()); if (swa.length) this.swa.free(swa.flat()); if (mslot >= 0) this.mamba.free([mslot]);
       throw e;
     }
     this.execute(m.actions);
-    t.tokens = need;
-    this.stats.load_backs++; this.stats.loaded_tokens += need;
+    t.tokens = need[0];
+    this.stats.load_backs++; this.stats.loaded_tokens += need[0];
     return true;
   }
 
   finishLoadBack(t) {
-    if (this.delay > 0) { this.copyToDevice(t.copies); for (const [d] of t.copies) this.loading.delete(d); }
+    if (this.delay > 0) { this.copy(t.copies); for (const [to, d] of t.copies) if (to === this.kv) this.loading.delete(d); }
     this.eng.call('finish_load_back', { anchor: t.anchor });
     this.releaseLoadBack(t);
   }
@@ -590,6 +649,13 @@ export class Controller {
     this.owned += n; if (this.swa) this.ownedSWA += n; this.stats.computed_tokens += n;
     if (this.canary) this.writeComputed(req, start);
     this.note('prefill', `request ${req.rid}: ${n} token(s) computed into fresh device slots`, []);
+  }
+
+  /** extend appends decoded tokens to the request and computes them (one Extend per token, as a decoder calls it). */
+  extend(req, ...tokens) {
+    this.usable(req);
+    req.tokens.push(...tokens);
+    this.prefill(req);
   }
 
   writeComputed(r, start) {
@@ -763,10 +829,11 @@ export class Controller {
       const t = Number(st.evictable[2]) + Number(st.protected[2]);
       if (t + this.ownedMamba !== this.mamba.inUse) throw new Error(`Mamba pool: ${this.mamba.inUse} states in use, the tree holds ${t} and requests own ${this.ownedMamba}`);
     }
-    if (this.host) {
-      let held = 0; for (const b of this.held) held += b;
-      if (held !== this.host.inUse) throw new Error(`host pool: ${this.host.inUse} slots in use, the tree holds ${held}`);
-    }
+    this.hostPools.forEach((p, c) => {
+      if (!p) return;
+      let held = 0; for (const b of this.held[c]) held += b;
+      if (held !== p.inUse) throw new Error(`${COMP_NAMES[c]} host pool: ${p.inUse} slots in use, the tree holds ${held}`);
+    });
   }
 }
 

@@ -13,6 +13,7 @@ const fmt = (n) => Number(n).toLocaleString('en-US');
 /** residency classifies a node: root, device, host, both or tomb. */
 export function residency(n, root) {
   if (n.id === root) return 'root';
+  if (n.device && n.swa === -1) return 'tomb'; // an SWA tombstone: Full KV without its window's SWA KV
   if (n.device && n.host) return 'both';
   if (n.device) return 'device';
   if (n.host) return 'host';
@@ -56,13 +57,18 @@ export function drawTree(svg, snap, touched = [], word = null) {
     const rc = snap.receipts[n.id] ?? 0;
     const words = word ? n.key.map(word).join(' ') : n.key.join(' ');
     el('title', {}, node).textContent = `node ${n.id}${n.ns ? ` (tenant ${n.ns})` : ''}\n${n.tokens} tokens: ${words}${n.tokens > n.key.length ? ' …' : ''}\n`
-      + `device ${n.device} · host ${n.host} · lock ${n.lock} · host lock ${n.host_lock} · receipts ${rc} · hits ${n.hits}${n.pending ? '\nwrite-through in flight' : ''}${n.pinned ? '\npinned by a load-back' : ''}`;
+      + `device ${n.device} · host ${n.host}${n.swa !== null && n.swa !== undefined ? ` · swa ${Math.max(n.swa, 0)}` : ''}${n.mamba ? ' · mamba state' : ''} · lock ${n.lock} · host lock ${n.host_lock} · receipts ${rc} · hits ${n.hits}${n.pending ? '\nwrite-through in flight' : ''}${n.pinned ? '\npinned by a load-back' : ''}`;
     if (n.id !== snap.root && w > 34 && h >= 12) {
       const label = el('text', { x: x + 4, y: y + Math.min(h / 2, 11) + 3.5, fill: kind === 'tomb' || kind === 'host' ? '#111827' : '#fff' }, node);
       const room = Math.floor((w - 8) / 6.1);
       let s = `${n.tokens}${n.ns ? ' ' + n.ns : ''}: ${words}`;
       if (s.length > room) s = s.slice(0, Math.max(room - 1, 1)) + '…';
       label.textContent = s;
+    }
+    if (n.mamba && w > 10 && h > 10) {
+      const m = el('g', { class: 'mamba' }, node);
+      el('circle', { cx: x + w - 7, cy: y + h - 7, r: 5.5, fill: '#7c3aed' }, m);
+      el('text', { x: x + w - 10, y: y + h - 4, fill: '#fff' }, m).textContent = 'M';
     }
     if ((n.lock > 0 || rc > 0) && n.id !== snap.root) {
       const bx = x + w - 2; const by = y + 1;
@@ -99,6 +105,8 @@ const COUNTERS = [
   ['evicted', (s) => fmt(s.evicted_nodes)], ['evicted tokens', (s) => fmt(s.evicted_tokens)],
   ['backups', (s) => fmt(s.backups)], ['write-throughs', (s) => fmt(s.write_throughs)], ['demoted', (s) => fmt(s.demoted)],
   ['load-backs', (s) => fmt(s.load_backs)], ['host evicts', (s) => fmt(s.host_evictions)], ['bytes moved', (s) => fmt(s.bytes_moved)],
+  ['SWA freed', (s) => fmt(s.swa_evicted + s.swa_window_freed)], ['Mamba forks', (s) => fmt(s.mamba_forks)],
+  ['states donated', (s) => fmt(s.mamba_donated)], ['states evicted', (s) => fmt(s.mamba_evicted)],
   ['canary checks', (s) => fmt(s.canary_checked)], ['mismatches', (s) => fmt(s.canary_mismatches)],
 ];
 

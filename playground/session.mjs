@@ -52,6 +52,8 @@ export class Session {
     this.pools = { device: new Pool('device', s.capacity), host: s.host_capacity > 0 ? new Pool('host', s.host_capacity) : null,
       swa: comps.includes(1) ? new Pool('swa', s.swa_capacity || s.capacity) : null,
       mamba: comps.includes(2) ? new Pool('mamba', s.mamba_capacity || Math.floor(s.capacity / s.page_size) + 2) : null };
+    if (this.pools.host && comps.includes(1)) this.pools.hostSwa = new Pool('host swa', s.host_capacity);
+    if (this.pools.host && comps.includes(2)) this.pools.hostMamba = new Pool('host mamba', Math.floor(s.host_capacity / s.page_size) + 2);
     this.entries = null;
     this.ctl = new Controller(this.eng, this.pools, { canary: s.canary, transferDelay: s.transfer_delay,
       log: this.keepLog ? (e) => this.entries.push(e) : null });
@@ -96,7 +98,7 @@ export class Session {
   }
 
   run(ev, rec) {
-    const ctl = this.ctl; const name = ev.name ?? `request ${ev.req}`;
+    const ctl = this.ctl; const name = ev.name ?? (ev.req !== undefined ? `request ${ev.req}` : 'request');
     switch (ev.t) {
       case 'arrive': {
         const r = ctl.arrive(ev.ns ?? {}, ev.tokens);
@@ -105,6 +107,11 @@ export class Session {
           : `${name} arrives: waits for a load-back`;
       }
       case 'prefill': { const r = this.reqs.get(ev.req); const n = r.tokens.length - r.slots.length; ctl.prefill(r); return `${name} prefills ${n} tokens`; }
+      case 'decode': {
+        const r = this.reqs.get(ev.req);
+        for (const t of ev.tokens) ctl.extend(r, t);
+        return `${name} decodes ${ev.tokens.length} tokens (one extend each)`;
+      }
       case 'finish': {
         const r = this.reqs.get(ev.req); ctl.finish(r);
         this.hits.push({ step: this.steps, rate: this.hitRate() });
@@ -161,7 +168,7 @@ export class Session {
       }
       case 'evict': {
         const m = this.eng.call('evict', { component: 0, want: BigInt(ev.n) });
-        ctl.executeEviction(m.actions);
+        ctl.executeEviction(0, m.actions);
         return `evict ${ev.n}: freed ${m.freed} tokens`;
       }
       case 'evict_host': {
@@ -242,7 +249,9 @@ export class Session {
         pools: [{ name: 'device full', cap: p.device.capacity, used: p.device.inUse },
           ...(p.swa ? [{ name: 'device swa', cap: p.swa.capacity, used: p.swa.inUse }] : []),
           ...(p.mamba ? [{ name: 'device mamba', cap: p.mamba.capacity, used: p.mamba.inUse }] : []),
-          ...(p.host ? [{ name: 'host full', cap: p.host.capacity, used: p.host.inUse }] : [])],
+          ...(p.host ? [{ name: 'host full', cap: p.host.capacity, used: p.host.inUse }] : []),
+          ...(p.hostSwa ? [{ name: 'host swa', cap: p.hostSwa.capacity, used: p.hostSwa.inUse }] : []),
+          ...(p.hostMamba ? [{ name: 'host mamba', cap: p.hostMamba.capacity, used: p.hostMamba.inUse }] : [])],
         transfers: this.ctl.transfers.map((t) => ({ kind: t.kind, node: t.kind === 'write_through' ? t.id : t.anchor, due: t.due, tokens: t.tokens })),
         stats: { ...this.ctl.stats }, steps: this.steps, total: this.script.length, pos: this.pos, done: this.done, hits: this.hits.slice() };
     } finally { eng.onCall = saved; }

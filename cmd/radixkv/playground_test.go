@@ -21,15 +21,16 @@ var updatePlayground = flag.Bool("update-playground", false, "rewrite playground
 // playgroundFixture is what the playground's Node tests compare the JS
 // controller with: the deterministic counters of a Go replay of
 // playground/testdata/go-run.log under each write policy, and of
-// go-hybrid.log (full,swa,mamba, no host tier).
+// go-hybrid.log (full,swa,mamba) without and with a host tier.
 const playgroundFixture = "../../playground/testdata/go-run.json"
 
 // goRunCounters are the deterministic parts of a replay report.
 type goRunCounters struct {
-	Requests    int64 `json:"requests"`
-	InputTokens int64 `json:"input_tokens"`
-	Computed    int64 `json:"computed_tokens"`
-	Hits        struct {
+	Requests     int64 `json:"requests"`
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens,omitempty"`
+	Computed     int64 `json:"computed_tokens"`
+	Hits         struct {
 		Device int64 `json:"device_tokens"`
 		Host   int64 `json:"host_tokens"`
 	} `json:"hits"`
@@ -73,19 +74,28 @@ type goRunCounters struct {
 func TestPlayground_GoRunFixture(t *testing.T) {
 	got := map[string]goRunCounters{}
 	for name, args := range map[string][]string{
-		"write_through": {"--log", "../../playground/testdata/go-run.log", "--write-policy", "write_through"},
-		"write_back":    {"--log", "../../playground/testdata/go-run.log", "--write-policy", "write_back"},
-		"hybrid":        {"--log", "../../playground/testdata/go-hybrid.log"},
+		"write_through":             {"--log", "../../playground/testdata/go-run.log", "--write-policy", "write_through"},
+		"write_back":                {"--log", "../../playground/testdata/go-run.log", "--write-policy", "write_back"},
+		"hybrid":                    {"--log", "../../playground/testdata/go-hybrid.log"},
+		"hybrid_host_write_through": {"--log", "../../playground/testdata/go-hybrid.log", "--host-capacity", "6000", "--write-policy", "write_through"},
+		"hybrid_host_write_back":    {"--log", "../../playground/testdata/go-hybrid.log", "--host-capacity", "6000", "--write-policy", "write_back"},
+		"hybrid_decode":             {"--log", "../../playground/testdata/go-hybrid.log", "--output-tokens"},
+		"hybrid_host_decode":        {"--log", "../../playground/testdata/go-hybrid.log", "--output-tokens", "--host-capacity", "6000", "--write-policy", "write_back"},
 	} {
 		code, out, errs := cli(t, append([]string{"replay", "--json"}, args...)...)
 		require.Equal(t, 0, code, errs)
 		var c goRunCounters
 		require.NoError(t, json.Unmarshal([]byte(out), &c))
 		require.NotZero(t, c.Evictions.Nodes, "the fixture must evict")
-		if name == "hybrid" {
+		switch name {
+		case "hybrid":
 			require.NotNil(t, c.Hybrid)
 			require.NotZero(t, c.Hybrid.MambaForks)
-		} else {
+		case "hybrid_decode":
+			require.NotZero(t, c.Hybrid.SWAWindowFreed, "the fixture must slide windows")
+		case "hybrid_host_write_back", "hybrid_host_decode":
+			require.NotZero(t, c.HostTier.Demoted, "the fixture must demote")
+		default:
 			require.NotZero(t, c.HostTier.LoadBacks, "the fixture must load back")
 		}
 		got[name] = c
