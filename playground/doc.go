@@ -22,12 +22,16 @@
 //     Node alike); engine.mjs: one cache instance over the ABI.
 //   - pools.mjs: mock KV pools (device and host) with real slot bytes and
 //     the KV canary.
-//   - driver.mjs: the controller, the host duties of host/native's
-//     Controller for a Full-attention tree with an optional host tier:
-//     match and lock, allocation with eviction, resumable inserts, action
-//     execution, write-through and write-back backups, load-backs, host
-//     eviction, and an asynchronous transfer mode whose copies complete a
-//     user-set number of steps later.
+//   - driver.mjs: the controller, a port of the host duties of
+//     host/native's Controller: match and lock, allocation with eviction,
+//     resumable inserts, every action kind, the Full→SWA slot mapping,
+//     window slides and early SWA unlocks, Mamba state forks, checkpoints
+//     and donations, write-through and write-back backups, load-backs and
+//     host eviction for every component, decode (extend), and an
+//     asynchronous transfer mode whose copies complete a user-set number
+//     of steps later. Six recorded Go runs (testdata/go-run.log,
+//     go-hybrid.log; counters in go-run.json, kept true by
+//     cmd/radixkv's TestPlayground_GoRunFixture) replay to Go's counters.
 //   - session.mjs: a deterministic, replayable list of steps (scenario
 //     requests, manual operations, a command log) over a driver; stepping
 //     back replays from the start.

@@ -418,7 +418,7 @@ export class Controller {
     const rc = this.eng.call('lock', { node: id }).receipt;
     const ack = ++this.ack;
     const nodes = this.eng.call('mark_write_through_pending', { nodes: [id], ack: BigInt(ack) }).nodes.slice();
-    const t = { kind: 'write_through', id, ack, nodes, rc, copies, due: this.now + this.delay, tokens: copies.length };
+    const t = { kind: 'write_through', id, ack, nodes, rc, copies, due: this.now + this.delay, tokens: copies.filter((c) => c[0] === this.host).length };
     if (this.delay > 0) { this.transfers.push(t); this.note('transfer', `write-through ack ${ack}: ${copies.length} token(s) of node ${id} in flight for ${this.delay} step(s)`, [id]); return; }
     this.finishWriteThrough(t);
   }

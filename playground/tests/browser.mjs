@@ -129,6 +129,28 @@ try {
     log(name, JSON.stringify(results[name]));
   }
 
+  // A hybrid tree (full, SWA, Mamba) with a host tier, set in the form.
+  await openScenario('agents');
+  await page.selectOption('select[name=components]', 'full,swa,mamba');
+  await page.fill('input[name=swa_window]', '8'); await page.fill('input[name=mamba_chunk]', '4'); await page.fill('input[name=mamba_cap]', '2');
+  await page.fill('input[name=capacity]', '400'); await page.fill('input[name=host_capacity]', '600');
+  await page.click('#settings button[type=submit]');
+  await page.waitForFunction(() => window.__rkv.snap && window.__rkv.snap.pools.length === 6 && window.__rkv.snap.steps === 0);
+  await page.check('#render');
+  for (let i = 0; i < 20; i++) await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(() => window.__rkv.snap.steps === 20);
+  await page.screenshot({ path: join(artifacts, 'desktop-hybrid-step20.png') });
+  {
+    const s = await runToEnd();
+    assert.deepEqual(s.errors, [], 'hybrid: step errors');
+    assert.equal(s.snap.stats.canary_mismatches, 0);
+    assert.ok(s.snap.stats.mamba_forks > 0 && s.snap.stats.swa_evicted + s.snap.stats.swa_window_freed >= 0);
+    assert.ok((await page.$$('#tree g.mamba')).length > 0, 'Mamba states drawn');
+    assert.equal((await page.$$('#pools .pool')).length, 7, 'six pools and the transfers line');
+    results.hybrid = { steps: s.snap.steps, nodes: s.snap.nodes.length, mamba_forks: s.snap.stats.mamba_forks };
+    await page.screenshot({ path: join(artifacts, 'desktop-hybrid-end.png') });
+  }
+
   // The tree does not move the panels while stepping: same boxes before and after.
   await openScenario('agents');
   const boxes = () => page.$$eval('main > section', (ss) => ss.map((s) => { const r = s.getBoundingClientRect(); return [r.x, r.y, r.width, r.height].map(Math.round).join(','); }));
