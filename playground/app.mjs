@@ -93,7 +93,9 @@ worker.onmessage = (ev) => {
       appendRecords(m.records); st.snap = m.snapshot; if (m.total) st.total = m.total;
       render();
       st.renderMs = (st.renderMs ?? 0) + performance.now() - a; st.renders = (st.renders ?? 0) + 1;
-      if (m.running) setTimeout(() => send({ type: 'ack' }), 0); // paint between steps, then go on
+      // Every step is drawn (the DOM updated) before the next is asked for;
+      // the browser paints between the message tasks at its frame rate.
+      if (m.running) send({ type: 'ack' });
       if (m.run) { st.lastRun = m.run; setPlaying(false); status(`ran ${m.run.steps} steps in ${m.run.ms.toFixed(0)} ms (${Math.round((m.run.steps / m.run.ms) * 1000)} steps/s, rendering ${m.run.render ? 'on' : 'off'})`); }
       break;
     }
