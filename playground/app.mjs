@@ -146,9 +146,9 @@ for (const b of document.querySelectorAll('[data-op]')) {
     const n = Math.max(1, Number($('evictn').value) || 1);
     const ev = { request: { t: 'request', ns, tokens: typedTokens(), name: 'typed request' }, match: { t: 'match', ns, tokens: typedTokens() },
       lock: { t: 'lock' }, unlock: { t: 'unlock' }, evict: { t: 'evict', n }, evict_host: { t: 'evict_host', n },
-      arrive_m: { t: 'arrive_m', ns, tokens: typedTokens() }, prefill_m: { t: 'prefill_m' }, finish_m: { t: 'finish_m' },
+      arrive_m: { t: 'arrive_m', ns, tokens: typedTokens() }, insert: { t: 'insert', ns, tokens: typedTokens() }, prefill_m: { t: 'prefill_m' }, finish_m: { t: 'finish_m' },
       backup: { t: 'backup' }, load_back: { t: 'load_back' } }[op];
-    if ((op === 'request' || op === 'match' || op === 'arrive_m') && ev.tokens.length === 0) { status('type some tokens first', true); return; }
+    if (['request', 'match', 'arrive_m', 'insert'].includes(op) && ev.tokens.length === 0) { status('type some tokens first', true); return; }
     send({ type: 'op', event: ev });
   };
 }

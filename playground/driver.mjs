@@ -651,6 +651,27 @@ export class Controller {
     this.note('prefill', `request ${req.rid}: ${n} token(s) computed into fresh device slots`, []);
   }
 
+  /**
+   * insertFresh inserts tokens with freshly computed slots and no match or
+   * lock first (the raw insert op): the tree keeps what it lacked, frees
+   * the duplicates through actions, and the ragged tail is freed here.
+   */
+  insertFresh(ns, tokens) {
+    const r = { rid: this.nextRid++, ns, tokens: tokens.slice(), slots: [], ready: true, done: false, protected: 0,
+      swaEvicted: 0, swaBranch: 0, swaReleased: false, mstate: -1, hash: canarySeed(ns) };
+    const n = tokens.length;
+    this.alloc(r.slots, n);
+    this.owned += n; if (this.swa) this.ownedSWA += n; this.stats.computed_tokens += n;
+    try {
+      if (this.canary) this.writeComputed(r, 0);
+      const res = this.insert(r, n, false, -1);
+      this.freeOwned(r, res.total_len, n);
+      return res;
+    } finally {
+      this.owned -= n; if (this.swa) this.ownedSWA -= n;
+    }
+  }
+
   /** extend appends decoded tokens to the request and computes them (one Extend per token, as a decoder calls it). */
   extend(req, ...tokens) {
     this.usable(req);

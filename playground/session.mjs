@@ -124,6 +124,10 @@ export class Session {
         this.hits.push({ step: this.steps, rate: this.hitRate() });
         return `${name}: ${r.cached} of ${ev.tokens.length} tokens were cached`;
       }
+      case 'insert': {
+        const res = ctl.insertFresh(ev.ns ?? {}, ev.tokens);
+        return `insert ${ev.tokens.length} tokens: ${res.prefix_len} were cached already, ${res.total_len - res.prefix_len} added`;
+      }
       case 'arrive_m': { // a manual request, kept running until finish_m
         const r = ctl.arrive(ev.ns ?? {}, ev.tokens); r.name = `typed request ${r.rid}`;
         this.manualReqs.push(r);

@@ -218,6 +218,10 @@ test('manual operations: a held request, backup, eviction and load-back by hand'
     assert.match(labels[9], /12 more on host/, labels.join('\n'));
     assert.match(labels[10], /load-back to node \d+ (done|in flight)/);
     assert.match(labels.at(-1), /no typed request is running/);
+    const ins = new Session(await guest(), { page_size: 4, capacity: 32, ...over }, [{ t: 'insert', tokens: a.concat([7]) }, { t: 'insert', tokens: a.slice(0, 8).concat([9, 9, 9, 9]) }, { t: 'request', tokens: a }]);
+    const l2 = []; while (!ins.done) { const r = ins.step(); assert.equal(r.error, null, r.label); l2.push(r.label); }
+    assert.deepEqual(l2.slice(0, 2), ['insert 13 tokens: 0 were cached already, 12 added', 'insert 12 tokens: 8 were cached already, 4 added']);
+    assert.match(l2[2], /12 of 12 tokens were cached/);
     assert.equal(s.ctl.stats.canary_mismatches, 0);
   }
 });
