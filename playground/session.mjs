@@ -106,14 +106,12 @@ export class Session {
         return r.ready ? `${name} arrives: ${r.cached} of ${ev.tokens.length} tokens cached${r.hostHit ? ` (${r.hostHit} loaded back from host)` : ''}`
           : `${name} arrives: waits for a load-back`;
       }
-      case 'prefill': { const r = this.reqs.get(ev.req); const n = r.tokens.length - r.slots.length; ctl.prefill(r); return `${name} prefills ${n} tokens`; }
-      case 'decode': {
+      case 'prefill': case 'decode': case 'finish': {
         const r = this.reqs.get(ev.req);
-        for (const t of ev.tokens) ctl.extend(r, t);
-        return `${name} decodes ${ev.tokens.length} tokens (one extend each)`;
-      }
-      case 'finish': {
-        const r = this.reqs.get(ev.req); ctl.finish(r);
+        if (!r || r.done) return `${name}: skipped (${r ? 'it ended with an error' : 'it never arrived'})`;
+        if (ev.t === 'prefill') { const n = r.tokens.length - r.slots.length; ctl.prefill(r); return `${name} prefills ${n} tokens`; }
+        if (ev.t === 'decode') { for (const t of ev.tokens) ctl.extend(r, t); return `${name} decodes ${ev.tokens.length} tokens (one extend each)`; }
+        ctl.finish(r);
         this.hits.push({ step: this.steps, rate: this.hitRate() });
         return `${name} finishes: cached, lock released`;
       }
