@@ -38,7 +38,7 @@ function render() {
   drawPools($('pools'), snap, snap.transfers);
   drawCounters($('counters'), snap.stats);
   drawHits($('hits'), snap.hits, Math.max(st.total, snap.steps));
-  $('pos').textContent = `step ${snap.steps} / ${st.total}${snap.done ? ' ✓' : ''}`;
+  $('pos').textContent = `step ${snap.steps} · event ${snap.pos}/${st.total}${snap.done ? ' ✓' : ''}`;
   $('treeinfo').textContent = `${snap.nodes.length} nodes`;
   $('steplabel').textContent = rec ? `step ${rec.step}: ${rec.label}` : '';
   $('back').disabled = snap.steps === 0; $('fwd').disabled = snap.done; $('end').disabled = snap.done;

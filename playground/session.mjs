@@ -72,7 +72,7 @@ export class Session {
       this.ctl.tick();
       const ev = this.script[this.pos];
       const req = ev && ev.req !== undefined && ev.t !== 'arrive' ? this.reqs.get(ev.req) : null;
-      if (!ev) { rec.kind = 'drain'; rec.label = `transfers in flight: ${this.ctl.transfers.length}`; }
+      if (!ev) { rec.kind = 'drain'; rec.label = `script done; transfers still in flight: ${this.ctl.transfers.length}`; }
       else if (req && !req.ready && !req.done) {
         rec.kind = 'wait'; rec.label = `${ev.name ?? 'request ' + ev.req} waits for a transfer (due at step ${req.wait ? req.wait.due : '?'})`;
       } else {
