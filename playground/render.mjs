@@ -56,7 +56,7 @@ export function drawTree(svg, snap, touched = [], word = null) {
     if (n.pinned) r.setAttribute('opacity', 0.7);
     const rc = snap.receipts[n.id] ?? 0;
     const words = word ? n.key.map(word).join(' ') : n.key.join(' ');
-    el('title', {}, node).textContent = `node ${n.id}${n.ns ? ` (tenant ${n.ns})` : ''}\n${n.tokens} tokens: ${words}${n.tokens > n.key.length ? ' …' : ''}\n`
+    el('title', {}, node).textContent = `node ${n.name ?? n.id}${n.ns ? ` (tenant ${n.ns})` : ''}\n${n.tokens} tokens: ${words}${n.tokens > n.key.length ? ' …' : ''}\n`
       + `device ${n.device} · host ${n.host}${n.swa !== null && n.swa !== undefined ? ` · swa ${Math.max(n.swa, 0)}` : ''}${n.mamba ? ' · mamba state' : ''} · lock ${n.lock} · host lock ${n.host_lock} · receipts ${rc} · hits ${n.hits}${n.pending ? '\nwrite-through in flight' : ''}${n.pinned ? '\npinned by a load-back' : ''}`;
     if (n.id !== snap.root && w > 34 && h >= 12) {
       const label = el('text', { x: x + 4, y: y + Math.min(h / 2, 11) + 3.5, fill: kind === 'tomb' || kind === 'host' ? '#111827' : '#fff' }, node);

@@ -56,9 +56,33 @@ export class Session {
     if (this.pools.host && comps.includes(2)) this.pools.hostMamba = new Pool('host mamba', Math.floor(s.host_capacity / s.page_size) + 2);
     this.entries = null;
     this.ctl = new Controller(this.eng, this.pools, { canary: s.canary, transferDelay: s.transfer_delay,
-      log: this.keepLog ? (e) => this.entries.push(e) : null });
+      log: this.keepLog ? (e) => this.entries.push(this.named(e)) : null });
     this.pos = 0; this.steps = 0; this.reqs = new Map(); this.manual = []; this.manualReqs = []; this.lastMatch = null; this.lastBest = null;
-    this.hits = []; this.errors = 0; this.cache = null; this.dirty = null;
+    this.hits = []; this.errors = 0; this.cache = null; this.dirty = null; this.aliases = new Map();
+  }
+
+  /**
+   * alias names a node as core does (slot.generation, e.g. n3.1: what
+   * core's renderer and transcripts print): a wire id is the core id with
+   * the instance's tag (abi/dispatch's Tag of the handle) in its high word.
+   */
+  alias(id) {
+    let a = this.aliases.get(id);
+    if (a === undefined) {
+      let h = this.eng.handle >>> 0;
+      h ^= h >>> 16; h = Math.imul(h, 0x85ebca6b) >>> 0; h ^= h >>> 13; h = Math.imul(h, 0xc2b2ae35) >>> 0; h ^= h >>> 16;
+      const core = BigInt(id) ^ (BigInt(h >>> 0) << 32n);
+      a = `n${Number(core & 0xffffffffn) - 1}.${Number(core >> 32n)}`;
+      this.aliases.set(id, a);
+    }
+    return a;
+  }
+
+  named(e) {
+    const re = /\b\d{10,}\b/g;
+    e.text = e.text.replace(re, (id) => this.alias(id));
+    for (const a of e.actions) a.meaning = a.meaning.replace(re, (id) => this.alias(id));
+    return e;
   }
 
   get done() { return this.pos >= this.script.length && this.ctl.transfers.length === 0; }
@@ -144,13 +168,14 @@ export class Session {
         const node = this.lastMatch; if (!node || node === this.eng.call('stats').root) return 'backup: match a cached prefix first';
         const path = []; for (let cur = node; cur !== '0';) { const i = this.eng.call('inspect', { node: cur }).info; if (i.parent === '0') break; path.push(cur); cur = i.parent; }
         ctl.backupChain(path.reverse());
-        return `backup of node ${node} and its ancestors to the host`;
+        return `backup of node ${this.alias(node)} and its ancestors to the host`;
       }
       case 'load_back': {
         if (!ctl.host) return 'load back: no host tier (set host tokens above 0)';
         if (!this.lastBest || this.lastBest === this.lastMatch) return 'load back: the last match found nothing on the host only';
         const r = ctl.loadBack(this.lastBest);
-        return r === true ? `load-back to node ${this.lastBest} done` : r ? `load-back to node ${this.lastBest} in flight` : 'load-back skipped (pinned, empty or no device room)';
+        const nm = this.alias(this.lastBest);
+        return r === true ? `load-back to node ${nm} done` : r ? `load-back to node ${nm} in flight` : 'load-back skipped (pinned, empty or no device room)';
       }
       case 'match': {
         const m = this.eng.call('match', { namespace: ev.ns ?? {}, tokens: ev.tokens });
@@ -160,13 +185,13 @@ export class Session {
       case 'lock': {
         const node = this.lastMatch ?? '0';
         const rc = this.eng.call('lock', { node }).receipt; this.manual.push({ node, rc });
-        return `lock node ${node}: receipt ${rc.serial}`;
+        return `lock node ${this.alias(node)}: receipt ${rc.serial}`;
       }
       case 'unlock': {
         const l = this.manual.pop();
         if (!l) return 'unlock: no manual lock is held';
         this.eng.call('unlock', { node: l.node, receipt: l.rc, skip_swa: false });
-        return `unlock node ${l.node}`;
+        return `unlock node ${this.alias(l.node)}`;
       }
       case 'evict': {
         const m = this.eng.call('evict', { component: 0, want: BigInt(ev.n) });
@@ -193,7 +218,7 @@ export class Session {
     const keep = this.keepLog; this.keepLog = false; this.reset();
     while (this.steps < n && !this.done) this.step();
     this.keepLog = keep;
-    if (keep) this.ctl.setLog((e) => this.entries.push(e));
+    if (keep) this.ctl.setLog((e) => this.entries.push(this.named(e)));
   }
 
   /** receipts counts the live receipts the host holds per node. */
@@ -247,7 +272,7 @@ export class Session {
       };
       for (const id of dirty) refresh(id);
       const p = this.pools;
-      return { root: st.root, nodes: ids.map((id) => ({ ...cache.get(id) })), receipts: this.receipts(),
+      return { root: st.root, nodes: ids.map((id) => ({ ...cache.get(id), name: this.alias(id) })), receipts: this.receipts(),
         pools: [{ name: 'device full', cap: p.device.capacity, used: p.device.inUse },
           ...(p.swa ? [{ name: 'device swa', cap: p.swa.capacity, used: p.swa.inUse }] : []),
           ...(p.mamba ? [{ name: 'device mamba', cap: p.mamba.capacity, used: p.mamba.inUse }] : []),

@@ -216,7 +216,7 @@ test('manual operations: a held request, backup, eviction and load-back by hand'
     while (!s.done) { const r = s.step(); assert.equal(r.error, null, `${r.step}: ${r.label}`); labels.push(r.label); }
     assert.match(labels[0], /typed request 1 arrives: 0 of 12/);
     assert.match(labels[9], /12 more on host/, labels.join('\n'));
-    assert.match(labels[10], /load-back to node \d+ (done|in flight)/);
+    assert.match(labels[10], /load-back to node n\d+\.\d+ (done|in flight)/);
     assert.match(labels.at(-1), /no typed request is running/);
     const ins = new Session(await guest(), { page_size: 4, capacity: 32, ...over }, [{ t: 'insert', tokens: a.concat([7]) }, { t: 'insert', tokens: a.slice(0, 8).concat([9, 9, 9, 9]) }, { t: 'request', tokens: a }]);
     const l2 = []; while (!ins.done) { const r = ins.step(); assert.equal(r.error, null, r.label); l2.push(r.label); }
