@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/radixkv/radixkv/playground"
@@ -33,7 +34,7 @@ func runPlayground(args []string, stdout, stderr io.Writer) error {
 	}
 	srv := &http.Server{Handler: playground.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "radixkv playground: %s (Ctrl-C to stop)\n", url)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
