@@ -121,6 +121,9 @@ commands:
   record   write the command log of a workload (replay it with replay --log)
   sweep    hit rate versus capacity for several eviction policies, as a
            table and an SVG chart
+  playground
+           serve the browser playground (the module, mock pools and a
+           live picture of the cache) and print its URL
 
 Run "radixkv <command> -h" for the flags of a command.
 `
@@ -141,6 +144,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runRecord(args[1:], stdout, stderr)
 	case "sweep":
 		err = runSweep(args[1:], stdout, stderr)
+	case "playground":
+		err = runPlayground(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, topUsage)
 		return exitOK
