@@ -262,18 +262,29 @@ type reader struct {
 	dec  *msgpack.Decoder
 	d    Dialect
 	left int // payload size: no container can hold more elements
-	path []string
+	path []pathElem
+}
+
+// pathElem is a field name, or (name "") an index into a list; the path
+// is rendered only when decoding fails.
+type pathElem struct {
+	name string
+	idx  int
 }
 
 func (r *reader) fail(err error) error {
 	p := "payload"
 	if len(r.path) > 0 {
 		p = ""
-		for i, s := range r.path {
-			if i > 0 && s[0] != '[' {
-				p += "."
+		for i, e := range r.path {
+			switch {
+			case e.name == "":
+				p += fmt.Sprintf("[%d]", e.idx)
+			case i > 0:
+				p += "." + e.name
+			default:
+				p += e.name
 			}
-			p += s
 		}
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -282,7 +293,8 @@ func (r *reader) fail(err error) error {
 	return &DecodeError{Path: p, Err: err}
 }
 
-func (r *reader) push(s string) { r.path = append(r.path, s) }
+func (r *reader) push(s string) { r.path = append(r.path, pathElem{name: s}) }
+func (r *reader) pushIdx(i int) { r.path = append(r.path, pathElem{idx: i}) }
 func (r *reader) pop()          { r.path = r.path[:len(r.path)-1] }
 
 func (r *reader) isNil() (bool, error) {
@@ -529,7 +541,7 @@ func (r *reader) events() ([]Event, int, error) {
 	out := make([]Event, 0, n)
 	skipped := 0
 	for i := 0; i < n; i++ {
-		r.push(fmt.Sprintf("[%d]", i))
+		r.pushIdx(i)
 		e, ok, err := r.event()
 		if err != nil {
 			return nil, 0, err

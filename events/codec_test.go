@@ -327,3 +327,19 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkDecode(b *testing.B) {
+	batch := sampleBatch()
+	for _, f := range []Format{VLLMArray, VLLMMap} {
+		p, _ := Encode(f, &batch)
+		b.Run(f.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(p)))
+			for i := 0; i < b.N; i++ {
+				if _, err := Decode(p, f.Dialect); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(batch.Events))/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
