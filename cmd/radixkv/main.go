@@ -121,6 +121,10 @@ commands:
   record   write the command log of a workload (replay it with replay --log)
   sweep    hit rate versus capacity for several eviction policies, as a
            table and an SVG chart
+  router   the KV-aware router: index workers' KV events from NATS JetStream
+           (--nats URL) or ZMQ publishers, answer route queries over HTTP
+  cluster-sim  N workers + router on an embedded NATS server (loopback):
+           hit rate and load spread per routing strategy
 
 Run "radixkv <command> -h" for the flags of a command.
 `
@@ -141,6 +145,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runRecord(args[1:], stdout, stderr)
 	case "sweep":
 		err = runSweep(args[1:], stdout, stderr)
+	case "router":
+		err = runRouter(args[1:], stdout, stderr)
+	case "cluster-sim":
+		err = runClusterSim(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, topUsage)
 		return exitOK
