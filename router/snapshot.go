@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -137,8 +138,9 @@ func (s *snapReader) bytes(n uint64, what string) []byte {
 }
 
 // Restore returns a router with cfg whose index and per-worker sequence
-// state come from a snapshot. Errors: ErrBadSnapshot (wrong magic,
-// checksum, truncation, inconsistent contents), ErrInvalid for cfg.
+// state come from a snapshot (then trimmed to cfg's budget). Errors:
+// ErrBadSnapshot (wrong magic, checksum, truncation, inconsistent or
+// non-canonical contents), ErrInvalid for cfg.
 func Restore(cfg Config, snap []byte) (*Router, error) {
 	r, err := New(cfg)
 	if err != nil {
@@ -230,6 +232,12 @@ func Restore(cfg Config, snap []byte) (*Router, error) {
 	}
 	if s.err != nil {
 		return nil, s.err
+	}
+	// Only snapshots this package writes are accepted: sorted workers and
+	// blocks, minimal varints, flags 0 or 1. Anything else was not made
+	// by Snapshot and is refused rather than half-trusted.
+	if !bytes.Equal(r.Snapshot(), snap) {
+		return nil, fmt.Errorf("%w: not in canonical form", ErrBadSnapshot)
 	}
 	x.enforceBudget()
 	return r, nil
