@@ -22,7 +22,12 @@
 // snapshots and decisions are sorted) and bounded: Config.BudgetBytes caps
 // an estimate of its memory (112 bytes per block plus 40 per holder), and
 // least recently used blocks (stored or matched) are forgotten when an
-// ingest goes over it; Stats reports bytes, budget and evictions.
+// ingest goes over it; a chain is touched from its deepest block up, so
+// the budget trims chains from their tips and never strands a tail
+// behind a forgotten ancestor. Stats reports bytes, budget and
+// evictions. On the shared trace with 8 workers (about 95,000 blocks,
+// 15.6 MB unbounded), a 4 MB budget cuts prefix-aware routing's hit rate
+// from 42.4% to 19%: the index should be sized to the cluster's cache.
 //
 // # Streams: gaps, duplicates, restarts, snapshots
 //

@@ -136,6 +136,7 @@ type index struct {
 	workers []*workerState
 	byName  map[string]int32
 
+	walked  []int32 // scratch: entries a match walked
 	budget  int64
 	bytes   int64
 	evicted uint64
@@ -300,10 +301,15 @@ func (x *index) apply(w int32, e *events.Event) {
 			i := x.get(h, true)
 			en := &x.arena[i]
 			en.parent, en.hasParent = parent, hasParent
-			x.touch(i)
 			hd := x.holderOf(i, w, true)
 			hd.masks[g] |= 1 << t
 			parent, hasParent = h, true
+		}
+		// Touch deepest first so that a chain's ancestors end up the most
+		// recent: the budget then trims chains from their tips, never
+		// cutting a prefix off the blocks below it.
+		for k := len(e.BlockHashes) - 1; k >= 0; k-- {
+			x.touch(x.byHash[e.BlockHashes[k]])
 		}
 		ws.stats.Stored += uint64(len(e.BlockHashes))
 	case events.BlockRemoved:
@@ -388,7 +394,7 @@ func (x *index) match(hashes []int64, credit [numTiers]float64) []overlap {
 		if ei < 0 {
 			break
 		}
-		x.touch(ei)
+		x.walked = append(x.walked, ei)
 		e := &x.arena[ei]
 		// Workers without this block's full KV stop here.
 		k := 0
@@ -433,6 +439,11 @@ func (x *index) match(hashes []int64, credit [numTiers]float64) []overlap {
 			}
 		}
 	}
+	// Deepest first, as in apply: ancestors stay the most recent.
+	for k := len(x.walked) - 1; k >= 0; k-- {
+		x.touch(x.walked[k])
+	}
+	x.walked = x.walked[:0]
 	return out
 }
 
