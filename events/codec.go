@@ -37,7 +37,9 @@ func AppendEncode(dst []byte, f Format, b *Batch) ([]byte, error) {
 		}
 	}
 	buf := bytes.NewBuffer(dst)
-	enc := msgpack.NewEncoder(buf)
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(buf)
 	w := writer{enc: enc, f: f}
 	w.batch(b)
 	if w.err != nil {
@@ -250,7 +252,10 @@ func (w *writer) value(e *Event, f field) {
 // unknown type are skipped (counted in Batch.Skipped). A payload that is
 // not a batch fails with a *DecodeError matching ErrMalformed.
 func Decode(payload []byte, d Dialect) (Batch, error) {
-	r := reader{dec: msgpack.NewDecoder(bytes.NewReader(payload)), d: d, left: len(payload)}
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.ResetReader(bytes.NewReader(payload))
+	r := reader{dec: dec, d: d, left: len(payload)}
 	b, err := r.batch()
 	if err != nil {
 		return Batch{}, err
