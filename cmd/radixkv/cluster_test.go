@@ -64,6 +64,7 @@ func TestClusterSimSharedTrace(t *testing.T) {
 		Strategies map[string]struct {
 			HitRate             float64 `json:"hit_rate"`
 			MaxOverMeanRequests float64 `json:"max_over_mean_requests"`
+			MaxOverMeanComputed float64 `json:"max_over_mean_computed"`
 		} `json:"strategies"`
 		Ratio float64 `json:"prefix_over_round_robin"`
 	}
@@ -71,7 +72,12 @@ func TestClusterSimSharedTrace(t *testing.T) {
 	t.Logf("8 workers: prefix_aware %.3f, round_robin %.3f, random %.3f (%.2fx), prefix max/mean requests %.2f",
 		m.Strategies["prefix_aware"].HitRate, m.Strategies["round_robin"].HitRate, m.Strategies["random"].HitRate,
 		m.Ratio, m.Strategies["prefix_aware"].MaxOverMeanRequests)
-	require.Greater(t, m.Ratio, 1.0)
+	// The issue's target: at least twice round-robin's hit rate with no
+	// worker above 1.5x the mean load (requests, and prefill computed).
+	// The simulation is deterministic, so this is not a flaky bound.
+	require.GreaterOrEqual(t, m.Ratio, 2.0)
+	require.LessOrEqual(t, m.Strategies["prefix_aware"].MaxOverMeanRequests, 1.5)
+	require.LessOrEqual(t, m.Strategies["prefix_aware"].MaxOverMeanComputed, 1.5)
 }
 
 // TestRouterCommand runs `radixkv router --nats` against an embedded
