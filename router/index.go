@@ -304,13 +304,15 @@ func (x *index) apply(w int32, e *events.Event) {
 			hd := x.holderOf(i, w, true)
 			hd.masks[g] |= 1 << t
 			parent, hasParent = h, true
+			x.walked = append(x.walked, i)
 		}
 		// Touch deepest first so that a chain's ancestors end up the most
 		// recent: the budget then trims chains from their tips, never
 		// cutting a prefix off the blocks below it.
-		for k := len(e.BlockHashes) - 1; k >= 0; k-- {
-			x.touch(x.byHash[e.BlockHashes[k]])
+		for k := len(x.walked) - 1; k >= 0; k-- {
+			x.touch(x.walked[k])
 		}
+		x.walked = x.walked[:0]
 		ws.stats.Stored += uint64(len(e.BlockHashes))
 	case events.BlockRemoved:
 		g := x.groupOf(w, e)

@@ -38,6 +38,18 @@ func TestClusterSimJSON(t *testing.T) {
 	}
 	require.Greater(t, m.Strategies["prefix_aware"].HitRate, m.Strategies["round_robin"].HitRate)
 
+	// Same workload, SGLang's map-shaped payloads: the same decisions.
+	code, out2, errOut := cli(t, "cluster-sim", "--json", "--requests", "200", "--workers", "3", "--page-size", "16",
+		"--format", "sglang/map", "--strategies", "prefix_aware")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	var m2 struct {
+		Strategies map[string]struct {
+			HitRate float64 `json:"hit_rate"`
+		} `json:"strategies"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out2), &m2))
+	require.Equal(t, m.Strategies["prefix_aware"].HitRate, m2.Strategies["prefix_aware"].HitRate)
+
 	code, _, errOut = cli(t, "cluster-sim", "--strategies", "best")
 	require.Equal(t, exitError, code)
 	require.Contains(t, errOut, "unknown strategy")
