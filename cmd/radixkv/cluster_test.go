@@ -110,7 +110,7 @@ func TestRouterCommand(t *testing.T) {
 		BlockHashes: []int64{1, 2, 3}, BlockSize: 16, Medium: "GPU"}}}))
 	snap := filepath.Join(t.TempDir(), "index.snap")
 	code, out, errOut := cli(t, "router", "--nats", srv.URL(), "--http", "127.0.0.1:0", "--snapshot", snap,
-		"--duration", (1500 * time.Millisecond).String())
+		"--duration", (2500 * time.Millisecond).String())
 	require.Equal(t, 0, code, "stderr: %s", errOut)
 	require.Contains(t, out, "router: 3 blocks, 1 workers")
 	b, err := os.ReadFile(snap)
