@@ -20,7 +20,8 @@
 //
 // The index is deterministic (no map order reaches an output: dumps,
 // snapshots and decisions are sorted) and bounded: Config.BudgetBytes caps
-// an estimate of its memory (112 bytes per block plus 40 per holder), and
+// an estimate of its memory (112 bytes per block plus 40 per holder; the
+// heap measured for 100,000 blocks of two workers is 0.8 of it), and
 // least recently used blocks (stored or matched) are forgotten when an
 // ingest goes over it; a chain is touched from its deepest block up, so
 // the budget trims chains from their tips and never strands a tail

@@ -3,6 +3,7 @@ package router
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"testing"
 
@@ -349,4 +350,35 @@ func TestRouteCost(t *testing.T) {
 	empty, _ := New(Config{})
 	_, err = empty.Route(Request{})
 	require.ErrorIs(t, err, ErrInvalid)
+}
+
+// TestBudgetEstimate compares the index's byte estimate with the heap it
+// really takes for 100,000 blocks held by two workers each.
+func TestBudgetEstimate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r, _ := New(Config{})
+	const n, per = 100000, 50
+	for _, w := range []string{"a", "b"} {
+		for s := 0; s < n/per; s++ {
+			hs := make([]int64, per)
+			for j := range hs {
+				hs[j] = int64(s*per + j)
+			}
+			_, err := r.Ingest(Message{Worker: w, Seq: uint64(s), Batch: events.Batch{Events: []events.Event{
+				{Kind: events.BlockStored, BlockHashes: hs, BlockSize: 16}}}})
+			require.NoError(t, err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	real := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	est := r.Stats().Bytes
+	t.Logf("%d blocks × 2 holders: estimate %d B, heap %d B (%.2fx)", n, est, real, float64(real)/float64(est))
+	require.InDelta(t, 1.0, float64(real)/float64(est), 0.6)
+	runtime.KeepAlive(r)
 }
