@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -205,6 +206,9 @@ type ZMQSubscriber struct {
 	r   *router.Router
 	sub zmq4.Socket
 
+	lastLive uint64 // the last live sequence number (Run's goroutine only)
+	haveLive bool
+
 	mu    sync.Mutex
 	stats ZMQStats
 }
@@ -215,7 +219,9 @@ func NewZMQSubscriber(ctx context.Context, r *router.Router, src ZMQSource) (*ZM
 	if r == nil || src.Worker == "" || src.Endpoint == "" {
 		return nil, fmt.Errorf("%w: subscriber needs a router, a worker name and an endpoint", ErrInvalid)
 	}
-	s := &ZMQSubscriber{src: src, r: r, sub: zmq4.NewSub(ctx)}
+	// Reconnect when the publisher goes away: a restarted worker binds
+	// the same endpoint again and starts its sequence at 0.
+	s := &ZMQSubscriber{src: src, r: r, sub: zmq4.NewSub(ctx, zmq4.WithAutomaticReconnect(true))}
 	if err := s.sub.Dial(src.Endpoint); err != nil {
 		s.sub.Close()
 		return nil, fmt.Errorf("kvpub: dial %s: %w", src.Endpoint, err)
@@ -245,6 +251,11 @@ func (s *ZMQSubscriber) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			if errors.Is(err, io.EOF) { // the publisher went away; reconnecting
+				s.r.Reconnected(s.src.Worker)
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
 			return fmt.Errorf("kvpub: zmq recv: %w", err)
 		}
 		if len(msg.Frames) != 3 || len(msg.Frames[1]) != 8 {
@@ -253,6 +264,16 @@ func (s *ZMQSubscriber) Run(ctx context.Context) error {
 		}
 		seq := binary.BigEndian.Uint64(msg.Frames[1])
 		s.count(func(st *ZMQStats) { st.Received++ })
+		// PUB/SUB never repeats or reorders live messages, so a live
+		// sequence number at or below the last live one means the
+		// publisher restarted (its numbering starts again at 0), whether
+		// or not the socket reported the reconnection. (Live numbers below
+		// the router's next one but above the last live one were already
+		// replayed: duplicates.)
+		if s.haveLive && seq <= s.lastLive {
+			s.r.Reconnected(s.src.Worker)
+		}
+		s.lastLive, s.haveLive = seq, true
 		s.ingest(seq, msg.Frames[2])
 		if err := s.Resync(ctx); err != nil && ctx.Err() == nil {
 			// Replay unavailable: keep the gap; later messages retry.

@@ -41,8 +41,11 @@
 // start time), or without epochs a sequence back at 0 (plain ZMQ: vLLM's
 // and SGLang's publishers count from 0 per process), is a publisher
 // restart: that worker's blocks are cleared first. Without epochs, a
-// restart whose sequence 0 was lost is not seen until its sequence passes
-// the old one by more than the reorder window, and a late duplicate of
+// restart whose first messages were lost is seen only when a later live
+// one numbers at or below the last live one (kvpub's ZMQ subscriber then
+// marks the stream with [Router.Reconnected], since PUB/SUB never repeats
+// or reorders); a publisher that restarted and passed its old sequence before
+// the subscriber reconnected looks like a gap, and a late duplicate of
 // sequence 0 reads as a restart (replay then repairs the state): prefer
 // a transport with epochs. [Router.Snapshot] writes the index with each
 // worker's epoch and next sequence number and a transport cursor;

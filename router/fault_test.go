@@ -293,3 +293,25 @@ func FuzzRestoreBody(f *testing.F) {
 		}
 	})
 }
+
+func TestReconnectedMarksRestart(t *testing.T) {
+	r, _ := New(Config{})
+	for s := uint64(0); s < 5; s++ {
+		_, err := r.Ingest(Message{Worker: "w", Seq: s, Batch: events.Batch{Events: []events.Event{
+			{Kind: events.BlockStored, BlockHashes: []int64{int64(s)}, BlockSize: 1}}}})
+		require.NoError(t, err)
+	}
+	o, _ := r.Ingest(Message{Worker: "w", Seq: 2})
+	require.Equal(t, Duplicate, o)
+	r.Reconnected("w")
+	o, _ = r.Ingest(Message{Worker: "w", Seq: 2, Batch: events.Batch{Events: []events.Event{
+		{Kind: events.BlockStored, BlockHashes: []int64{77}, BlockSize: 1}}}})
+	require.Equal(t, Restarted, o)
+	require.Equal(t, []Gap{{Worker: "w", From: 0, To: 2}}, r.Gaps())
+	require.Empty(t, r.Dump()) // old blocks gone; seq 2 waits for 0 and 1
+	// A reconnect without a restart: the stream simply continues.
+	r.SkipGap("w")
+	r.Reconnected("w")
+	o, _ = r.Ingest(Message{Worker: "w", Seq: 3})
+	require.Equal(t, Applied, o)
+}

@@ -108,6 +108,9 @@ func (o Outcome) String() string {
 // seqState tracks one worker's sequence.
 type seqState struct {
 	started bool
+	// suspect: the transport lost its connection; the next message below
+	// next is a restarted publisher, not a duplicate.
+	suspect bool
 	epoch   uint64
 	next    uint64 // next sequence number to apply
 	pending map[uint64]events.Batch
@@ -154,13 +157,14 @@ func (r *Router) Ingest(m Message) (Outcome, error) {
 	case m.Epoch != s.epoch:
 		ws.stats.Duplicates++
 		return Duplicate, nil
-	case m.Epoch == 0 && s.next > 1 && m.Seq < s.next &&
-		(m.Seq == 0 || s.next-m.Seq > uint64(r.cfg.ReorderWindow)):
+	case m.Epoch == 0 && m.Seq < s.next &&
+		(s.suspect || s.next > 1 && (m.Seq == 0 || s.next-m.Seq > uint64(r.cfg.ReorderWindow))):
 		// No epochs (plain ZMQ): a sequence that went back to 0, or far
 		// further back than any reordering, is a restarted publisher.
 		r.restartLocked(w, 0)
 		restarted = true
 	}
+	s.suspect = false
 	if m.Seq < s.next {
 		ws.stats.Duplicates++
 		return Duplicate, nil
@@ -290,6 +294,19 @@ func (r *Router) NextSeq(worker string) (seq, epoch uint64, ok bool) {
 	}
 	s := &r.x.workers[w].seq
 	return s.next, s.epoch, true
+}
+
+// Reconnected tells the router that the transport of an epoch-less
+// stream (plain ZMQ) lost and regained its connection: the publisher may
+// have restarted, so the next message numbered below the expected one is
+// taken as a restart (the worker's blocks are cleared and [0, seq) is
+// asked for) instead of a duplicate.
+func (r *Router) Reconnected(worker string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.x.byName[worker]; ok {
+		r.x.workers[w].seq.suspect = true
+	}
 }
 
 // SetCursor records a transport position saved with the next snapshot.
