@@ -33,6 +33,8 @@ binaries-check:
 fuzz:
 	$(GO) test ./core -run '^$$' -fuzz '^FuzzOps$$' -fuzztime 20s -fuzzminimizetime 5s
 	$(GO) test ./core -run '^$$' -fuzz '^FuzzHybridOps$$' -fuzztime 20s -fuzzminimizetime 5s
+	$(GO) test ./events -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 20s -fuzzminimizetime 5s
+	$(GO) test ./router -run '^$$' -fuzz '^FuzzRestoreBody$$' -fuzztime 20s -fuzzminimizetime 5s
 
 demo:
 	$(GO) run ./cmd/radixkv replay
