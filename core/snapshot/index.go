@@ -181,26 +181,42 @@ func (x *Index) InsertSibling(tokens []uint32, adapter uint64, slot int32, sessi
 // be 0: a tail serves only its own session). The session's previous tails
 // and siblings are superseded and removed first; then it inserts as Insert.
 func (x *Index) InsertTail(tokens []uint32, adapter uint64, slot int32, session uint64) (Displaced, error) {
-	if session == 0 {
-		return Displaced{}, fmt.Errorf("%w: a tail snapshot needs a nonzero session", ErrInvalidArgument)
-	}
 	return x.insert(tokens, adapter, slot, session, Tail)
 }
 
-func (x *Index) insert(tokens []uint32, adapter uint64, slot int32, session uint64, kind Kind) (Displaced, error) {
+// CanInsert reports the error the insert of kind would return, changing
+// nothing; callers that pair an insert with other work validate first.
+func (x *Index) CanInsert(tokens []uint32, adapter uint64, slot int32, session uint64, kind Kind) error {
+	if kind > Sibling {
+		return fmt.Errorf("%w: kind %d", ErrInvalidArgument, kind)
+	}
+	if kind == Tail && session == 0 {
+		return fmt.Errorf("%w: a tail snapshot needs a nonzero session", ErrInvalidArgument)
+	}
 	if len(tokens) == 0 {
-		return Displaced{}, fmt.Errorf("%w: empty prefix", ErrInvalidArgument)
+		return fmt.Errorf("%w: empty prefix", ErrInvalidArgument)
 	}
 	if slot < 0 {
-		return Displaced{}, fmt.Errorf("%w: slot %d is negative", ErrInvalidArgument, slot)
+		return fmt.Errorf("%w: slot %d is negative", ErrInvalidArgument, slot)
 	}
 	key := Hash(tokens, adapter)
-	swept := func(e *entry) bool {
-		return kind == Tail && e.session == session && e.kind != Plain && e.key != key
+	if holder, ok := x.bySlot[slot]; ok && holder != key && !x.swept(&x.entries[x.byKey[holder]], key, session, kind) {
+		return fmt.Errorf("%w: slot %d holds the snapshot %#x", ErrSlotInUse, slot, holder)
 	}
-	if holder, ok := x.bySlot[slot]; ok && holder != key && !swept(&x.entries[x.byKey[holder]]) {
-		return Displaced{}, fmt.Errorf("%w: slot %d holds the snapshot %#x", ErrSlotInUse, slot, holder)
+	return nil
+}
+
+// swept reports whether a tail insert of key for session supersedes e.
+func (x *Index) swept(e *entry, key, session uint64, kind Kind) bool {
+	return kind == Tail && e.session == session && e.kind != Plain && e.key != key
+}
+
+func (x *Index) insert(tokens []uint32, adapter uint64, slot int32, session uint64, kind Kind) (Displaced, error) {
+	if err := x.CanInsert(tokens, adapter, slot, session, kind); err != nil {
+		return Displaced{}, err
 	}
+	key := Hash(tokens, adapter)
+	swept := func(e *entry) bool { return x.swept(e, key, session, kind) }
 	var d Displaced
 	if kind == Tail {
 		for p := 0; p < len(x.entries); {
