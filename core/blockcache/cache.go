@@ -33,7 +33,7 @@ type node struct {
 	live                      bool
 	ref                       uint32
 	key                       []uint32 // the block's BlockSize tokens
-	ctx                       uint64   // chained hash of every token from the root
+	ctx                       uint64   // chained hash of every token from the root (checked by Check)
 	block, disk               uint32
 	last                      uint64
 	adapter                   uint64 // roots only
@@ -42,10 +42,15 @@ type node struct {
 	pBlock, pDisk             uint32
 }
 
+// edge keys a child by its parent and the first and last token of its
+// chunk; chunks that share both are chained through node.same and told
+// apart by a full comparison.
 type edge struct {
-	parent int32
-	ctx    uint64
+	parent      int32
+	first, last uint32
 }
+
+func edgeOf(p int32, chunk []uint32) edge { return edge{p, chunk[0], chunk[len(chunk)-1]} }
 
 // Cache is a block-granular prefix cache: each node is one cached KV block
 // of BlockSize tokens under a root per adapter, with a reference count
@@ -60,6 +65,8 @@ type Cache struct {
 	roots map[uint64]int32
 	edges map[edge]int32
 	owner map[uint32]int32 // cached block id -> node holding it (full or partial)
+	slab  []uint32         // room for new nodes' keys
+	fresh map[uint32]bool  // CanInsert scratch: the insert's new blocks
 	cands candHeap
 	clock uint64
 	nodeN int
@@ -77,7 +84,7 @@ func New(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	c := &Cache{cfg: cfg, bs: cfg.BlockSize, roots: map[uint64]int32{}, edges: map[edge]int32{}, owner: map[uint32]int32{}, idx: idx}
+	c := &Cache{cfg: cfg, bs: cfg.BlockSize, roots: map[uint64]int32{}, edges: map[edge]int32{}, owner: map[uint32]int32{}, fresh: map[uint32]bool{}, idx: idx}
 	c.root(0, true)
 	return c, nil
 }
@@ -115,6 +122,21 @@ func (c *Cache) alloc() int32 {
 	return i
 }
 
+// keyOf copies chunk into buf when it fits (a recycled node's key), else
+// into a fresh slice cut from a slab, so new nodes do not allocate one by one.
+func (c *Cache) keyOf(buf, chunk []uint32) []uint32 {
+	if cap(buf) >= len(chunk) {
+		return append(buf[:0], chunk...)
+	}
+	if len(c.slab) < len(chunk) {
+		c.slab = make([]uint32, 256*len(chunk))
+	}
+	k := c.slab[:len(chunk):len(chunk)]
+	c.slab = c.slab[len(chunk):]
+	copy(k, chunk)
+	return k
+}
+
 func chain(h uint64, toks []uint32) uint64 {
 	for _, t := range toks {
 		h = (h ^ uint64(t)) * 0x100000001b3
@@ -134,9 +156,9 @@ func equal(a, b []uint32) bool {
 	return true
 }
 
-// child returns the child of p whose chunk is chunk (ctx its chained hash).
-func (c *Cache) child(p int32, ctx uint64, chunk []uint32) int32 {
-	i, ok := c.edges[edge{p, ctx}]
+// child returns the child of p whose chunk is chunk.
+func (c *Cache) child(p int32, chunk []uint32) int32 {
+	i, ok := c.edges[edgeOf(p, chunk)]
 	for ok && i != none {
 		if equal(c.nodes[i].key, chunk) {
 			return i
@@ -152,11 +174,9 @@ func (c *Cache) walk(path []int32, tokens []uint32, adapter uint64) ([]int32, in
 	if p == none {
 		return path, none
 	}
-	h := uint64(0)
 	for k := 0; (k+1)*c.bs <= len(tokens); k++ {
 		chunk := tokens[k*c.bs : (k+1)*c.bs]
-		h = chain(h, chunk)
-		q := c.child(p, h, chunk)
+		q := c.child(p, chunk)
 		if q == none {
 			break
 		}

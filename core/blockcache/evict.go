@@ -65,7 +65,7 @@ func (c *Cache) unlink(q int32) int32 {
 	if n.next != none {
 		c.nodes[n.next].prev = n.prev
 	}
-	e := edge{p, n.ctx}
+	e := edgeOf(p, n.key)
 	if c.edges[e] == q {
 		if n.same == none {
 			delete(c.edges, e)
@@ -81,7 +81,6 @@ func (c *Cache) unlink(q int32) int32 {
 		}
 	}
 	n.live = false
-	n.key = n.key[:0]
 	c.free = append(c.free, q)
 	c.nodeN--
 	c.maybeCompact()

@@ -26,9 +26,9 @@ type Acquired struct {
 // covers min(len(tokens)/BlockSize, len(table)) whole blocks; when tokens
 // end inside a block, table has one more entry and the last node is not a
 // root, that block becomes the node's partial suffix. matched is the
-// prefix the caller already referenced by Lookup: blocks starting at or
-// after it are the sequence's own and get its reference too (release them
-// with Release or ReleaseMatched). Every touched node is stamped.
+// prefix the caller already referenced by Lookup: the blocks from
+// matched/BlockSize on are the sequence's own and get its reference too
+// (release them with Release or ReleaseMatched). Every touched node is stamped.
 //
 // Errors (nothing changed): ErrInvalidArgument for matched outside the
 // tokens or more disk ids than blocks; ErrBlockInUse for a new block the
@@ -57,8 +57,8 @@ func (c *Cache) CanInsert(tokens, table, disks []uint32, matched int, adapter ui
 	}
 	n := min(len(tokens)/c.bs, len(table))
 	p := c.root(adapter, false)
-	h := uint64(0)
-	fresh := map[uint32]bool{}
+	fresh := c.fresh
+	clear(fresh)
 	adopt := func(b uint32, allowed int32) error {
 		if o, ok := c.owner[b]; (ok && o != allowed) || fresh[b] {
 			return fmt.Errorf("%w: block %d", ErrBlockInUse, b)
@@ -68,9 +68,8 @@ func (c *Cache) CanInsert(tokens, table, disks []uint32, matched int, adapter ui
 	}
 	for k := range n {
 		chunk := tokens[k*c.bs : (k+1)*c.bs]
-		h = chain(h, chunk)
 		if p != none {
-			if q := c.child(p, h, chunk); q != none {
+			if q := c.child(p, chunk); q != none {
 				p = q
 				continue
 			}
@@ -103,14 +102,15 @@ func (c *Cache) insert(tokens, table, disks []uint32, matched int, adapter uint6
 	var a Acquired
 	n := min(len(tokens)/c.bs, len(table))
 	p := c.root(adapter, true)
-	h := uint64(0)
 	c.clock++
 	for k := range n {
 		chunk := tokens[k*c.bs : (k+1)*c.bs]
-		h = chain(h, chunk)
-		owned := k*c.bs >= matched
+		// The sequence's own chunks are those its lookup did not reference:
+		// from the first block not wholly matched (a sub-block match takes
+		// no reference, so its block counts as the sequence's).
+		owned := k >= matched/c.bs
 		d := diskAt(disks, k)
-		if q := c.child(p, h, chunk); q != none {
+		if q := c.child(p, chunk); q != none {
 			nd := &c.nodes[q]
 			if owned {
 				nd.ref++
@@ -126,7 +126,7 @@ func (c *Cache) insert(tokens, table, disks []uint32, matched int, adapter uint6
 			p = q
 			continue
 		}
-		q := c.newChild(p, h, chunk, &a)
+		q := c.newChild(p, chunk, &a)
 		nd := &c.nodes[q]
 		nd.block, nd.disk, nd.ref = table[k], d, 1
 		if owned {
@@ -149,17 +149,17 @@ func (c *Cache) insert(tokens, table, disks []uint32, matched int, adapter uint6
 
 // newChild links a fresh node under p; p's partial suffix is released,
 // since the child now covers its tokens.
-func (c *Cache) newChild(p int32, h uint64, chunk []uint32, a *Acquired) int32 {
+func (c *Cache) newChild(p int32, chunk []uint32, a *Acquired) int32 {
 	q := c.alloc()
 	nd, pn := &c.nodes[q], &c.nodes[p]
-	nd.key = append(nd.key, chunk...)
-	nd.ctx, nd.parent = h, p
+	nd.key = c.keyOf(nd.key, chunk)
+	nd.ctx, nd.parent = chain(pn.ctx, chunk), p
 	nd.next = pn.first
 	if pn.first != none {
 		c.nodes[pn.first].prev = q
 	}
 	pn.first = q
-	e := edge{p, h}
+	e := edgeOf(p, chunk)
 	if old, ok := c.edges[e]; ok {
 		nd.same = old
 	}

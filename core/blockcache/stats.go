@@ -59,7 +59,7 @@ func (c *Cache) Check() error {
 			if len(n.key) != c.bs || n.ctx != chain(pn.ctx, n.key) {
 				return bad("node %d: key length %d or context hash wrong", q, len(n.key))
 			}
-			if c.child(n.parent, n.ctx, n.key) != int32(q) {
+			if c.child(n.parent, n.key) != int32(q) {
 				return bad("node %d not reachable through its edge", q)
 			}
 			if n.ref < 1 {
@@ -94,7 +94,7 @@ func (c *Cache) Check() error {
 	}
 	for e, q := range c.edges {
 		for i := q; i != none; i = c.nodes[i].same {
-			if !c.nodes[i].live || c.nodes[i].parent != e.parent || c.nodes[i].ctx != e.ctx {
+			if !c.nodes[i].live || edgeOf(c.nodes[i].parent, c.nodes[i].key) != e {
 				return bad("edge index entry %d stale", i)
 			}
 		}

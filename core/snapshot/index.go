@@ -3,6 +3,7 @@ package snapshot
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // DefaultLeaseTTL is how many evictions a live session's tail lease
@@ -79,7 +80,9 @@ type Index struct {
 	live    uint64 // session of the last session-tagged lookup; 0 = none
 	since   uint64 // evictions since that lookup
 	stats   Stats
-	hashes  []uint64 // lookup scratch
+	hashes  []uint64    // lookup scratch
+	lens    []int       // distinct entry lengths, ascending: the only anchors a lookup probes
+	lenN    map[int]int // entries per length
 }
 
 // New returns an empty index, or ErrInvalidConfig.
@@ -94,7 +97,7 @@ func New(cfg Config) (*Index, error) {
 	if ttl == 0 {
 		ttl = DefaultLeaseTTL
 	}
-	return &Index{cfg: cfg, ttl: ttl, byKey: map[uint64]int32{}, bySlot: map[int32]uint64{}}, nil
+	return &Index{cfg: cfg, ttl: ttl, byKey: map[uint64]int32{}, bySlot: map[int32]uint64{}, lenN: map[int]int{}}, nil
 }
 
 // Match is the result of Lookup.
@@ -127,8 +130,13 @@ func (x *Index) Lookup(tokens []uint32, matched int, session, adapter uint64) (M
 		x.live, x.since = session, 0
 	}
 	x.stats.Lookups++
-	x.hashes = appendPrefixHashes(x.hashes[:0], tokens, matched, adapter)
-	for c := matched; c > 0; c-- {
+	// Probe only lengths some entry has, deepest first.
+	top, _ := slices.BinarySearch(x.lens, matched+1)
+	if top > 0 {
+		x.hashes = appendPrefixHashes(x.hashes[:0], tokens, x.lens[top-1], adapter)
+	}
+	for j := top - 1; j >= 0; j-- {
+		c := x.lens[j]
 		p, ok := x.byKey[x.hashes[c]]
 		if !ok {
 			continue
@@ -237,6 +245,8 @@ func (x *Index) insert(tokens []uint32, adapter uint64, slot int32, session uint
 		if !e.tiered {
 			delete(x.bySlot, e.slot)
 		}
+		x.dropLen(e.tokens)
+		x.addLen(len(tokens))
 		*e = entry{key: key, adapter: adapter, tokens: len(tokens), slot: slot, session: session, stamp: x.clock, kind: kind}
 		x.bySlot[slot] = key
 		x.stats.Overwrites++
@@ -245,6 +255,7 @@ func (x *Index) insert(tokens []uint32, adapter uint64, slot int32, session uint
 	x.byKey[key] = int32(len(x.entries))
 	x.bySlot[slot] = key
 	x.entries = append(x.entries, entry{key: key, adapter: adapter, tokens: len(tokens), slot: slot, session: session, stamp: x.clock, kind: kind})
+	x.addLen(len(tokens))
 	x.stats.Saves++
 	return d, nil
 }
@@ -260,9 +271,25 @@ func (d Displaced) add(e *entry, keep int32) Displaced {
 	return d
 }
 
+func (x *Index) addLen(n int) {
+	if x.lenN[n]++; x.lenN[n] == 1 {
+		i, _ := slices.BinarySearch(x.lens, n)
+		x.lens = slices.Insert(x.lens, i, n)
+	}
+}
+
+func (x *Index) dropLen(n int) {
+	if x.lenN[n]--; x.lenN[n] == 0 {
+		delete(x.lenN, n)
+		i, _ := slices.BinarySearch(x.lens, n)
+		x.lens = slices.Delete(x.lens, i, i+1)
+	}
+}
+
 // remove swap-removes the entry at p.
 func (x *Index) remove(p int) {
 	e := x.entries[p]
+	x.dropLen(e.tokens)
 	delete(x.byKey, e.key)
 	if !e.tiered {
 		delete(x.bySlot, e.slot)

@@ -96,6 +96,18 @@ func (x *Index) Check() error {
 			return bad("slot %d of %#x not owned by it", e.slot, e.key)
 		}
 	}
+	lens := map[int]int{}
+	for i := range x.entries {
+		lens[x.entries[i].tokens]++
+	}
+	if len(lens) != len(x.lens) || len(lens) != len(x.lenN) || !slices.IsSorted(x.lens) {
+		return bad("length index has %d lengths, entries %d", len(x.lens), len(lens))
+	}
+	for _, n := range x.lens {
+		if lens[n] != x.lenN[n] {
+			return bad("length %d counted %d times, entries have it %d times", n, x.lenN[n], lens[n])
+		}
+	}
 	if resident != len(x.bySlot) {
 		return bad("%d slots for %d resident entries", len(x.bySlot), resident)
 	}
