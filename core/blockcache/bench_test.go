@@ -10,7 +10,7 @@ import (
 const (
 	benchLen   = 4096
 	benchBlock = 16
-	benchBatch = 64 // inserts per tree before it is rebuilt outside the timer
+	benchBatch = 256// inserts per tree before it is rebuilt outside the timer
 )
 
 func key(base uint32, n int) []uint32 {
@@ -55,8 +55,9 @@ func newTree(b *testing.B) *core.Tree {
 
 // BenchmarkCompare puts the facade next to the unified tree in one run:
 // a lookup of a fully cached 4096-token sequence (the facade's includes
-// its references and the snapshot index lookup; each iteration releases
-// them again) and the insert of a new 4096-token sequence, at block 16.
+// its references and the snapshot index lookup; lookup+release gives them
+// back in the same iteration) and the insert of a new 4096-token
+// sequence, at block 16.
 // The ratio blocks/tree of each op is the figure to quote.
 func BenchmarkCompare(b *testing.B) {
 	seq := key(1, benchLen)
@@ -75,6 +76,19 @@ func BenchmarkCompare(b *testing.B) {
 		}
 	})
 	b.Run("op=lookup/impl=blocks", func(b *testing.B) {
+		c := newFacade(b)
+		if _, err := c.Insert(seq, ids(0, benchLen/benchBlock), nil, benchLen, 0); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() { // the references pile up; a uint32 holds them
+			m, err := c.Lookup(seq, 0, 0)
+			if err != nil || m.MatchedTokens != benchLen {
+				b.Fatal(m.MatchedTokens, err)
+			}
+		}
+	})
+	b.Run("op=lookup+release/impl=blocks", func(b *testing.B) {
 		c := newFacade(b)
 		if _, err := c.Insert(seq, ids(0, benchLen/benchBlock), nil, benchLen, 0); err != nil {
 			b.Fatal(err)

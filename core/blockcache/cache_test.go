@@ -52,10 +52,10 @@ func mustLookup(t *testing.T, c *Cache, tk []uint32, adapter uint64) Match {
 }
 
 func refs(c *Cache, tk []uint32, adapter uint64) []uint32 {
-	path, _ := c.walk(nil, tk, adapter)
+	c.walk(tk, adapter)
 	var out []uint32
-	for _, q := range path {
-		out = append(out, c.nodes[q].ref)
+	for _, s := range c.path {
+		out = append(out, c.nodes[s.n].refs[:s.to-s.from]...)
 	}
 	return out
 }
@@ -323,4 +323,18 @@ func TestCache_BadInputChangesNothing(t *testing.T) {
 		require.Equal(t, st, c.Stats(), cs.name)
 		require.NoError(t, c.Check(), cs.name)
 	}
+}
+
+// Block ids beyond the bitmap's range work the same.
+func TestCache_LargeBlockIDs(t *testing.T) {
+	c := newCache(t, Config{})
+	big := uint32(1<<31 + 5)
+	s := toks(9, 1)
+	a := mustInsert(t, c, s, []uint32{big, 7, big + 1}, nil, 0, 0)
+	require.Equal(t, []uint32{big, 7, big + 1}, a.Blocks)
+	_, err := c.Insert(toks(4, 80), []uint32{big}, nil, 0, 0)
+	require.ErrorIs(t, err, ErrBlockInUse)
+	require.NoError(t, c.Release(s, 0))
+	require.Equal(t, []uint32{7, big + 1, big}, c.Evict(3).Blocks)
+	require.NoError(t, c.Check())
 }

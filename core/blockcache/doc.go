@@ -5,6 +5,12 @@
 // prefix. It is deterministic and uses the standard library only; hosts
 // add locking (host/native.BlockCache).
 //
+// The tree is stored compressed, as runs of consecutive blocks that split
+// when a sequence branches inside them, but every block keeps its own
+// reference count, stamp and disk id, so it behaves exactly as the
+// reference's one node per block (the model test checks it against a
+// naive block-per-node cache).
+//
 // # References
 //
 // The cache holds one reference on every node and partial block; each
@@ -35,7 +41,7 @@
 // # Sub-block tail matching (off by default)
 //
 // With [Config.SubBlockTail] a lookup ending inside a block may match the
-// first tokens of a cached block (a child's chunk, or a partial suffix).
+// first tokens of a cached block (the following block, or a partial suffix).
 // That block is returned without a reference and without copy-on-write:
 // if the sequence then decodes into it, it overwrites KV that the cache
 // and other readers share. Enable it only when the engine copies such a

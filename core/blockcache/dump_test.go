@@ -17,20 +17,23 @@ type dumpNode struct {
 func dump(c *Cache) []dumpNode {
 	var out []dumpNode
 	for q := range c.nodes {
-		n := &c.nodes[q]
-		if !n.live || n.parent == none {
+		nd := &c.nodes[q]
+		if !nd.live || nd.parent == none {
 			continue
 		}
-		var path []uint32
-		r := int32(q)
+		var prefix []uint32
+		r := nd.parent
 		for ; c.nodes[r].parent != none; r = c.nodes[r].parent {
-			path = append(slices.Clone(c.nodes[r].key), path...)
+			prefix = append(slices.Clone(c.nodes[r].key), prefix...)
 		}
-		d := dumpNode{Path: fmt.Sprint(c.nodes[r].adapter, path), Block: n.block, Disk: n.disk, Ref: n.ref, Last: n.last}
-		if n.partial {
-			d.Partial, d.PartBlock, d.PartDisk = fmt.Sprint(n.pTokens), n.pBlock, n.pDisk
+		for j, b := range nd.blocks {
+			path := append(slices.Clone(prefix), nd.key[:(j+1)*c.bs]...)
+			d := dumpNode{Path: fmt.Sprint(c.nodes[r].adapter, path), Block: b, Disk: nd.disks[j], Ref: nd.refs[j], Last: nd.lasts[j]}
+			if pt := c.partials[b]; pt != nil {
+				d.Partial, d.PartBlock, d.PartDisk = fmt.Sprint(pt.tokens), pt.block, pt.disk
+			}
+			out = append(out, d)
 		}
-		out = append(out, d)
 	}
 	slices.SortFunc(out, func(a, b dumpNode) int {
 		if a.Path < b.Path {

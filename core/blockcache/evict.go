@@ -2,17 +2,17 @@ package blockcache
 
 import "container/heap"
 
-// Evicted lists what Evict freed: the physical blocks (nodes' blocks and
+// Evicted lists what Evict freed: the physical blocks (whole blocks and
 // their partial suffixes) to return to the pool and the disk ids to
 // dereference.
 type Evicted struct {
 	Blocks, DiskIDs []uint32
 }
 
-// Evict frees at least want blocks if it can: it removes leaves that no
-// sequence references, least recently used first (ties: lowest node
-// index), so chains go leaf-up. Each leaf frees its block and its partial
-// suffix. Roots are never evicted.
+// Evict frees at least want blocks if it can: it removes leaf blocks that
+// no sequence references, least recently used first, so chains go
+// leaf-up. Each freed block takes its partial suffix with it. Roots are
+// never evicted.
 func (c *Cache) Evict(want int) Evicted {
 	var ev Evicted
 	for len(ev.Blocks) < want {
@@ -20,69 +20,67 @@ func (c *Cache) Evict(want int) Evicted {
 		if q == none {
 			break
 		}
-		n := &c.nodes[q]
-		ev.Blocks = append(ev.Blocks, n.block)
-		if n.disk != NoDisk {
-			ev.DiskIDs = append(ev.DiskIDs, n.disk)
+		nd := &c.nodes[q]
+		k := len(nd.blocks) - 1
+		b := nd.blocks[k]
+		ev.Blocks = append(ev.Blocks, b)
+		if nd.disks[k] != NoDisk {
+			ev.DiskIDs = append(ev.DiskIDs, nd.disks[k])
 		}
-		delete(c.owner, n.block)
-		if n.partial {
-			c.dropPartial(q, &ev.Blocks, &ev.DiskIDs)
+		c.owned.del(b)
+		if c.partials[b] != nil {
+			c.dropPartial(b, &ev.Blocks, &ev.DiskIDs)
 		}
-		p := c.unlink(q)
-		c.offer(p)
+		c.blockN--
+		if k > 0 {
+			nd.key, nd.blocks, nd.disks = nd.key[:k*c.bs], nd.blocks[:k], nd.disks[:k]
+			nd.refs, nd.lasts = nd.refs[:k], nd.lasts[:k]
+			c.offer(q)
+			continue
+		}
+		if p := c.unlink(q); c.nodes[p].parent != none {
+			c.offer(p)
+		}
 	}
 	c.st.EvictedBlocks += uint64(len(ev.Blocks))
 	return ev
 }
 
 func (c *Cache) candidate(q int32) bool {
-	n := &c.nodes[q]
-	return n.live && n.parent != none && n.first == none && n.ref <= 1
+	nd := &c.nodes[q]
+	k := len(nd.blocks)
+	return nd.live && k > 0 && nd.first == none && nd.refs[k-1] <= 1
 }
 
-// popVictim returns the least recent candidate leaf, skipping stale heap
-// entries, or none.
+// popVictim returns the node whose last block is the least recent
+// candidate, skipping stale heap entries, or none.
 func (c *Cache) popVictim() int32 {
 	for c.cands.Len() > 0 {
 		e := heap.Pop(&c.cands).(cand)
-		if n := &c.nodes[e.idx]; n.gen == e.gen && n.last == e.last && c.candidate(e.idx) {
+		nd := &c.nodes[e.idx]
+		if nd.gen == e.gen && c.candidate(e.idx) && nd.lasts[len(nd.lasts)-1] == e.last {
 			return e.idx
 		}
 	}
 	return none
 }
 
-// unlink removes leaf q from the tree and recycles it; returns its parent.
+// unlink removes the empty leaf run q and recycles it; returns its parent.
 func (c *Cache) unlink(q int32) int32 {
-	n := &c.nodes[q]
-	p := n.parent
-	if n.prev != none {
-		c.nodes[n.prev].next = n.next
+	nd := &c.nodes[q]
+	p := nd.parent
+	nd.key = nd.key[:c.bs] // unindex reads the first block, gone from the run
+	c.unindex(q)
+	if nd.prev != none {
+		c.nodes[nd.prev].next = nd.next
 	} else {
-		c.nodes[p].first = n.next
+		c.nodes[p].first = nd.next
 	}
-	if n.next != none {
-		c.nodes[n.next].prev = n.prev
+	if nd.next != none {
+		c.nodes[nd.next].prev = nd.prev
 	}
-	e := edgeOf(p, n.key)
-	if c.edges[e] == q {
-		if n.same == none {
-			delete(c.edges, e)
-		} else {
-			c.edges[e] = n.same
-		}
-	} else {
-		for i := c.edges[e]; i != none; i = c.nodes[i].same {
-			if c.nodes[i].same == q {
-				c.nodes[i].same = n.same
-				break
-			}
-		}
-	}
-	n.live = false
+	nd.live = false
 	c.free = append(c.free, q)
-	c.nodeN--
 	c.maybeCompact()
 	return p
 }
@@ -90,21 +88,21 @@ func (c *Cache) unlink(q int32) int32 {
 // maybeCompact rebuilds the candidate heap from the live candidates when
 // stale entries dominate it, bounding its size.
 func (c *Cache) maybeCompact() {
-	if len(c.cands) <= 4*c.nodeN+64 {
+	if len(c.cands) <= 4*(len(c.nodes)-len(c.free))+64 {
 		return
 	}
 	c.cands = c.cands[:0]
 	for q := range c.nodes {
 		if c.candidate(int32(q)) {
-			n := &c.nodes[q]
-			c.cands = append(c.cands, cand{last: n.last, idx: int32(q), gen: n.gen})
+			nd := &c.nodes[q]
+			c.cands = append(c.cands, cand{last: nd.lasts[len(nd.lasts)-1], idx: int32(q), gen: nd.gen})
 		}
 	}
 	heap.Init(&c.cands)
 }
 
 // cand is a queued eviction candidate: valid while the node's generation
-// and stamp are unchanged and it is still an unreferenced leaf.
+// is unchanged, its last block still an unreferenced leaf with this stamp.
 type cand struct {
 	last uint64
 	idx  int32

@@ -11,10 +11,11 @@ type Stats struct {
 	Lookups, Hits, Misses, SubBlockHits uint64
 	LookupTokens, MatchedTokens         uint64
 	Inserts, EvictedBlocks              uint64
-	// Nodes is the cached whole blocks (roots excluded); PartialBlocks the
-	// partial suffix blocks; Blocks their sum, the pool blocks the cache holds.
-	Nodes, PartialBlocks, Blocks int
-	// Referenced is the nodes some sequence holds (reference above 1).
+	// Nodes is the cached whole blocks (one per node of the reference's
+	// block tree); PartialBlocks the partial suffix blocks; Blocks their
+	// sum, the pool blocks the cache holds; Runs the compressed runs.
+	Nodes, PartialBlocks, Blocks, Runs int
+	// Referenced is the whole blocks some sequence holds (reference above 1).
 	Referenced int
 	Adapters   int
 	Snapshots  snapshot.Stats
@@ -23,10 +24,16 @@ type Stats struct {
 // Stats returns the counters and current sizes.
 func (c *Cache) Stats() Stats {
 	s := c.st
-	s.Nodes, s.PartialBlocks, s.Blocks = c.nodeN, c.parts, c.nodeN+c.parts
+	s.Nodes, s.PartialBlocks = c.blockN, len(c.partials)
+	s.Blocks = s.Nodes + s.PartialBlocks
 	for i := range c.nodes {
-		if n := &c.nodes[i]; n.live && n.parent != none && n.ref > 1 {
-			s.Referenced++
+		if nd := &c.nodes[i]; nd.live && nd.parent != none {
+			s.Runs++
+			for _, r := range nd.refs {
+				if r > 1 {
+					s.Referenced++
+				}
+			}
 		}
 	}
 	s.Adapters = len(c.roots)
@@ -34,79 +41,92 @@ func (c *Cache) Stats() Stats {
 	return s
 }
 
-// Check verifies the cache's invariants (links, edge index, chained
-// hashes, block ownership, references, counts) and the snapshot index's,
-// returning ErrSanity naming the first violation.
+// Check verifies the cache's invariants (links, edge index, run shapes,
+// block ownership, references, counts, queued candidates) and the
+// snapshot index's, returning ErrSanity naming the first violation.
 func (c *Cache) Check() error {
 	bad := func(f string, a ...any) error { return fmt.Errorf("%w: "+f, append([]any{ErrSanity}, a...)...) }
-	live, parts := 0, 0
-	owned := 0
+	blocks := map[uint32]bool{}
+	nblocks, runs := 0, 0
 	for q := range c.nodes {
-		n := &c.nodes[q]
-		if !n.live {
+		nd := &c.nodes[q]
+		if !nd.live {
 			continue
 		}
-		if n.parent == none {
-			if r, ok := c.roots[n.adapter]; !ok || int(r) != q {
-				return bad("root %d of adapter %d not registered", q, n.adapter)
+		k := len(nd.blocks)
+		if nd.parent == none {
+			if r, ok := c.roots[nd.adapter]; !ok || int(r) != q || k != 0 {
+				return bad("root %d of adapter %d not registered or not empty", q, nd.adapter)
 			}
 		} else {
-			live++
-			pn := &c.nodes[n.parent]
-			if !pn.live {
-				return bad("node %d under a dead parent", q)
+			runs++
+			if !c.nodes[nd.parent].live || k == 0 {
+				return bad("run %d: %d blocks under parent %d", q, k, nd.parent)
 			}
-			if len(n.key) != c.bs || n.ctx != chain(pn.ctx, n.key) {
-				return bad("node %d: key length %d or context hash wrong", q, len(n.key))
+			if len(nd.key) != k*c.bs || len(nd.disks) != k || len(nd.refs) != k || len(nd.lasts) != k {
+				return bad("run %d: key %d, %d blocks, %d disks, %d refs, %d stamps", q, len(nd.key), k, len(nd.disks), len(nd.refs), len(nd.lasts))
 			}
-			if c.child(n.parent, n.key) != int32(q) {
-				return bad("node %d not reachable through its edge", q)
+			if c.child(nd.parent, nd.key[:c.bs]) != int32(q) {
+				return bad("run %d not reachable through its edge", q)
 			}
-			if n.ref < 1 {
-				return bad("node %d has reference %d", q, n.ref)
+			for j, b := range nd.blocks {
+				if nd.refs[j] < 1 || blocks[b] {
+					return bad("block %d of run %d: reference %d or owned twice", b, q, nd.refs[j])
+				}
+				blocks[b] = true
 			}
-			if o, ok := c.owner[n.block]; !ok || int(o) != q {
-				return bad("block %d of node %d not owned by it", n.block, q)
-			}
-			owned++
+			nblocks += k
 		}
-		if n.partial {
-			parts++
-			owned++
-			if n.parent == none || len(n.pTokens) == 0 || len(n.pTokens) >= c.bs {
-				return bad("node %d: partial suffix of %d tokens", q, len(n.pTokens))
+		seen := map[edge]int{}
+		for ch := nd.first; ch != none; ch = c.nodes[ch].next {
+			cn := &c.nodes[ch]
+			if cn.parent != int32(q) || !cn.live {
+				return bad("child %d of %d links elsewhere", ch, q)
 			}
-			if o, ok := c.owner[n.pBlock]; !ok || int(o) != q {
-				return bad("partial block %d of node %d not owned by it", n.pBlock, q)
+			if cn.next != none && c.nodes[cn.next].prev != ch {
+				return bad("sibling links broken at %d", ch)
 			}
+			seen[edgeOf(int32(q), cn.key[:c.bs])]++
 		}
-		for k := n.first; k != none; k = c.nodes[k].next {
-			if c.nodes[k].parent != int32(q) || !c.nodes[k].live {
-				return bad("child %d of %d links elsewhere", k, q)
+		for e, n := range seen {
+			chain := 0
+			for i := c.edges[e]; i != none; i = c.nodes[i].same {
+				if !c.nodes[i].live || c.nodes[i].parent != e.parent || edgeOf(e.parent, c.nodes[i].key[:c.bs]) != e {
+					return bad("edge chain of %d holds %d", q, i)
+				}
+				chain++
 			}
-			if nx := c.nodes[k].next; nx != none && c.nodes[nx].prev != k {
-				return bad("sibling links broken at %d", k)
+			if chain != n {
+				return bad("edge chain of %d: %d entries for %d children", q, chain, n)
 			}
 		}
 	}
-	if live != c.nodeN || parts != c.parts || owned != len(c.owner) {
-		return bad("counts: %d nodes (%d counted), %d partials (%d), %d owned blocks (%d)", live, c.nodeN, parts, c.parts, owned, len(c.owner))
+	if nblocks != c.blockN {
+		return bad("%d blocks counted %d", nblocks, c.blockN)
 	}
-	for e, q := range c.edges {
-		for i := q; i != none; i = c.nodes[i].same {
-			if !c.nodes[i].live || edgeOf(c.nodes[i].parent, c.nodes[i].key) != e {
-				return bad("edge index entry %d stale", i)
-			}
+	for after, pt := range c.partials {
+		if !blocks[after] || len(pt.tokens) == 0 || len(pt.tokens) >= c.bs || blocks[pt.block] {
+			return bad("partial %d after block %d: %d tokens", pt.block, after, len(pt.tokens))
 		}
+		blocks[pt.block] = true
+	}
+	if len(blocks) != c.owned.len() {
+		return bad("%d blocks cached, %d owned", len(blocks), c.owned.len())
+	}
+	for b := range blocks {
+		if !c.owned.has(b) {
+			return bad("block %d not marked owned", b)
+		}
+	}
+	queued := map[cand]bool{}
+	for _, e := range c.cands {
+		queued[e] = true
 	}
 	for q := range c.nodes {
 		if c.candidate(int32(q)) {
-			found := false
-			for _, e := range c.cands {
-				found = found || (e.idx == int32(q) && e.gen == c.nodes[q].gen && e.last == c.nodes[q].last)
-			}
-			if !found {
-				return bad("evictable leaf %d is not queued", q)
+			nd := &c.nodes[q]
+			if !queued[cand{last: nd.lasts[len(nd.lasts)-1], idx: int32(q), gen: nd.gen}] {
+				return bad("evictable leaf block of run %d is not queued", q)
 			}
 		}
 	}
