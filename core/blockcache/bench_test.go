@@ -10,7 +10,7 @@ import (
 const (
 	benchLen   = 4096
 	benchBlock = 16
-	benchBatch = 256// inserts per tree before it is rebuilt outside the timer
+	benchBatch = 256 // inserts per tree before it is rebuilt outside the timer
 )
 
 func key(base uint32, n int) []uint32 {

@@ -73,7 +73,7 @@ type Cache struct {
 	cands    candHeap
 	clock    uint64
 	blockN   int
-	path     []step          // walk scratch
+	path     []step // walk scratch
 	idx      *snapshot.Index
 	st       Stats
 }
