@@ -209,7 +209,7 @@ func (r *ref) evictToTier(gate int) (TierEvict, bool, error) {
 		return TierEvict{}, false, nil
 	}
 	e := &r.es[i]
-	ev := TierEvict{Outcome: Spill, Slot: e.Slot, Key: e.Key, Tokens: e.Tokens}
+	ev := TierEvict{Outcome: Spill, Slot: e.Slot, Key: e.Key, Adapter: e.Adapter, Tokens: e.Tokens}
 	r.st.Evictions++
 	r.sin++
 	if gate > 0 && e.Tokens < gate {

@@ -121,6 +121,7 @@ type TierEvict struct {
 	Outcome TierOutcome
 	Slot    int32
 	Key     uint64
+	Adapter uint64 // the entry's adapter, for Promote and Forget
 	Tokens  int
 }
 
@@ -136,7 +137,7 @@ func (x *Index) EvictToTier(minTokens int) (ev TierEvict, ok bool, err error) {
 		return TierEvict{}, false, nil
 	}
 	e := &x.entries[p]
-	ev = TierEvict{Outcome: Spill, Slot: e.slot, Key: e.key, Tokens: e.tokens}
+	ev = TierEvict{Outcome: Spill, Slot: e.slot, Key: e.key, Adapter: e.adapter, Tokens: e.tokens}
 	x.stats.Evictions++
 	x.since++
 	if minTokens > 0 && e.tokens < minTokens {

@@ -1,0 +1,359 @@
+package coresim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/radixkv/radixkv/core/blockcache"
+	"github.com/radixkv/radixkv/core/snapshot"
+	"github.com/radixkv/radixkv/workload"
+)
+
+// ErrCanary reports a matched block whose content is not the prefix the
+// lookup claimed: the cache handed out a block another sequence wrote.
+var ErrCanary = errors.New("coresim: block canary mismatch")
+
+// BlocksConfig configures a replay through the block cache.
+type BlocksConfig struct {
+	// Capacity is the device KV pool in tokens; the pool has
+	// Capacity/BlockSize blocks.
+	Capacity int
+	// BlockSize is the block size in tokens (the tree's page size).
+	BlockSize int
+	// States is the SSM state pool in states; 0 runs without snapshots
+	// (a model without recurrent layers).
+	States int
+	// TierStates is the spill tier in states (a host blob store); 0 has no
+	// tier: snapshot victims are dropped.
+	TierStates int
+	// Output appends each request's OutputLength decoded tokens (ids from
+	// OutputToken) before the sequence is cached.
+	Output bool
+	// OutputToken names the j-th decoded token of request k.
+	OutputToken func(k, j int) uint32
+	// SanityEvery runs Cache.Check every SanityEvery requests and at the
+	// end; 0 never.
+	SanityEvery int
+}
+
+// BlocksStats summarises a block-cache replay.
+type BlocksStats struct {
+	Requests      int
+	InputTokens   int64 // prompt tokens
+	OutputTokens  int64 // decoded tokens appended (Output)
+	MatchedTokens int64 // KV hit: whole matched blocks
+	HitRate       float64
+	Evictions     int   // eviction calls (the pool was short)
+	EvictedBlocks int64 // blocks freed, partial ones included
+	Unused        int64 // computed blocks the cache already held (duplicates)
+	CachedBlocks  int   // blocks the cache holds at the end
+	FreeBlocks    int
+	CanaryChecked int64 // matched blocks whose content was verified
+
+	// SSM snapshots (States > 0).
+	Snapshots *SnapshotStats
+}
+
+// SnapshotStats are the snapshot side of a hybrid replay: how much of the
+// KV hit also had a recurrent state to resume from.
+type SnapshotStats struct {
+	Hits, TierHits, Misses int
+	// AnchorTokens is the sum of the anchors resumed from (the effective
+	// hit of a hybrid model); RecomputeTokens the KV-matched tokens past
+	// the anchor that had to be recomputed for the state.
+	AnchorTokens, RecomputeTokens int64
+	Saves, Displaced              int64
+	Evictions, Spills, Drops      int64
+	FaultIns, FaultMisses         int64
+	Resident, Tiered              int
+	EffectiveHitRate              float64 // AnchorTokens / InputTokens
+}
+
+type blockSim struct {
+	cfg      BlocksConfig
+	c        *blockcache.Cache
+	free     []uint32
+	content  []uint64 // canary: chained hash of the prefix each block holds
+	adapters map[string]uint64
+	states   []int32           // free state slots
+	blobs    map[uint64]blob   // the tier's blob store
+	blobFIFO []fifoEntry       // spill order, for the tier's own eviction
+	spills   uint64            // spill sequence numbers
+	lost     map[uint64]uint64 // tiered entries whose blob the tier dropped -> adapter
+	st       BlocksStats
+	ss       SnapshotStats
+}
+
+// RunBlocks replays reqs through a fresh core/blockcache cache the way a
+// block-table engine drives it: look up (references the hit), take fresh
+// blocks for the rest of the sequence (evicting when the pool is short),
+// write and insert them, and release the sequence's references when it
+// finishes; with States, resume from the deepest snapshot and save the
+// finish-leaf state. Every matched block is checked against a canary of
+// the prefix it must hold. Deterministic.
+func RunBlocks(cfg BlocksConfig, reqs []workload.Request) (BlocksStats, error) {
+	if cfg.BlockSize <= 0 || cfg.Capacity < cfg.BlockSize || cfg.States < 0 || cfg.TierStates < 0 || cfg.SanityEvery < 0 {
+		return BlocksStats{}, fmt.Errorf("coresim: block replay needs a positive block size, a capacity of at least one block, and non-negative state pools (got %+v)", cfg)
+	}
+	if cfg.Output && cfg.OutputToken == nil {
+		return BlocksStats{}, fmt.Errorf("coresim: Output needs an OutputToken function")
+	}
+	c, err := blockcache.New(blockcache.Config{BlockSize: cfg.BlockSize})
+	if err != nil {
+		return BlocksStats{}, fmt.Errorf("coresim: %w", err)
+	}
+	n := cfg.Capacity / cfg.BlockSize
+	s := &blockSim{cfg: cfg, c: c, content: make([]uint64, n), adapters: map[string]uint64{}, blobs: map[uint64]blob{}, lost: map[uint64]uint64{}}
+	for b := n - 1; b >= 0; b-- {
+		s.free = append(s.free, uint32(b))
+	}
+	for k := cfg.States - 1; k >= 0; k-- {
+		s.states = append(s.states, int32(k))
+	}
+	var seq []uint32
+	for k := range reqs {
+		seq = append(seq[:0], reqs[k].Tokens...)
+		if cfg.Output {
+			for j := range reqs[k].OutputLength {
+				seq = append(seq, cfg.OutputToken(k, j))
+			}
+			s.st.OutputTokens += int64(reqs[k].OutputLength)
+		}
+		if err := s.request(k, &reqs[k], seq); err != nil {
+			return s.finish(), err
+		}
+		if cfg.SanityEvery > 0 && (k+1)%cfg.SanityEvery == 0 {
+			if err := c.Check(); err != nil {
+				return s.finish(), fmt.Errorf("coresim: after request %d: %w", k, err)
+			}
+		}
+	}
+	st := s.finish()
+	if cfg.SanityEvery > 0 {
+		if err := c.Check(); err != nil {
+			return st, fmt.Errorf("coresim: at the end: %w", err)
+		}
+	}
+	if cs := c.Stats(); cs.Referenced != 0 || len(s.free)+cs.Blocks != n {
+		return st, fmt.Errorf("%w: %d free + %d cached blocks != %d, %d still referenced", ErrAccounting, len(s.free), cs.Blocks, n, cs.Referenced)
+	}
+	return st, nil
+}
+
+func (s *blockSim) finish() BlocksStats {
+	st := s.st
+	if st.InputTokens > 0 {
+		st.HitRate = float64(st.MatchedTokens) / float64(st.InputTokens)
+	}
+	cs := s.c.Stats()
+	st.CachedBlocks, st.FreeBlocks = cs.Blocks, len(s.free)
+	if s.cfg.States > 0 {
+		ss := s.ss
+		is := cs.Snapshots
+		ss.Saves, ss.Evictions, ss.Spills, ss.Drops = int64(is.Saves), int64(is.Evictions), int64(is.Spills), int64(is.Drops)
+		ss.Resident, ss.Tiered = is.ResidentEntries, is.TieredEntries
+		if st.InputTokens > 0 {
+			ss.EffectiveHitRate = float64(ss.AnchorTokens) / float64(st.InputTokens)
+		}
+		st.Snapshots = &ss
+	}
+	return st
+}
+
+func (s *blockSim) adapter(ns string) uint64 {
+	if ns == "" {
+		return 0
+	}
+	id, ok := s.adapters[ns]
+	if !ok {
+		id = uint64(len(s.adapters) + 1)
+		s.adapters[ns] = id
+	}
+	return id
+}
+
+func canary(h uint64, block []uint32) uint64 {
+	for _, t := range block {
+		h = (h ^ uint64(t)) * 0x100000001b3
+	}
+	return h
+}
+
+func (s *blockSim) request(k int, req *workload.Request, seq []uint32) error {
+	bs, c := s.cfg.BlockSize, s.c
+	ad := s.adapter(req.Namespace)
+	prompt := seq[:len(req.Tokens)]
+	m, err := c.Lookup(prompt, 0, ad)
+	if err != nil {
+		return fmt.Errorf("coresim: request %d: lookup: %w", k, err)
+	}
+	full := m.MatchedTokens / bs
+	h := uint64(0)
+	for i := range full {
+		h = canary(h, prompt[i*bs:(i+1)*bs])
+		if s.content[m.Blocks[i]] != h {
+			return fmt.Errorf("%w: request %d block %d (id %d)", ErrCanary, k, i, m.Blocks[i])
+		}
+		s.st.CanaryChecked++
+	}
+	if s.cfg.States > 0 {
+		if err := s.resume(k, m); err != nil {
+			return err
+		}
+	}
+	need := (len(seq)+bs-1)/bs - full
+	if short := need - len(s.free); short > 0 {
+		ev := c.Evict(short)
+		s.st.Evictions++
+		s.st.EvictedBlocks += int64(len(ev.Blocks))
+		s.free = append(s.free, ev.Blocks...)
+	}
+	if need > len(s.free) {
+		_ = c.ReleaseMatched(prompt, m.MatchedTokens, ad)
+		return fmt.Errorf("%w: request %d needs %d fresh blocks but only %d are free after eviction (%d blocks of %d tokens)",
+			ErrCapacity, k, need, len(s.free), s.cfg.Capacity/bs, bs)
+	}
+	table := append(m.Blocks[:full:full], s.free[len(s.free)-need:]...)
+	s.free = s.free[:len(s.free)-need]
+	// Prefill (and decode) writes the fresh blocks.
+	for i := full; i < len(table); i++ {
+		end := min((i+1)*bs, len(seq))
+		s.content[table[i]] = canary(h, seq[i*bs:end])
+		if end-i*bs == bs {
+			h = s.content[table[i]]
+		}
+	}
+	var a blockcache.Acquired
+	if s.cfg.States > 0 {
+		slot, err := s.stateSlot(k)
+		if err != nil {
+			return err
+		}
+		var d snapshot.Displaced
+		d, a, err = c.InsertWithSnapshot(seq, table, nil, m.MatchedTokens, ad, slot, 0)
+		if err != nil {
+			return fmt.Errorf("coresim: request %d: insert: %w", k, err)
+		}
+		s.states = append(s.states, d.Slots...)
+		s.ss.Displaced += int64(len(d.Slots))
+		s.dropBlobs(d.Blobs)
+	} else if a, err = c.Insert(seq, table, nil, m.MatchedTokens, ad); err != nil {
+		return fmt.Errorf("coresim: request %d: insert: %w", k, err)
+	}
+	adopted := make(map[uint32]bool, len(a.Blocks))
+	for _, b := range a.Blocks {
+		adopted[b] = true
+	}
+	for _, b := range table[full:] {
+		if !adopted[b] {
+			s.free = append(s.free, b)
+		}
+	}
+	s.st.Unused += int64(len(a.Unused))
+	s.free = append(s.free, a.Released...)
+	// The sequence finished: give back its references.
+	if err := c.ReleaseMatched(seq, min(len(seq)/bs, len(table))*bs, ad); err != nil {
+		return fmt.Errorf("coresim: request %d: release: %w", k, err)
+	}
+	s.st.Requests++
+	s.st.InputTokens += int64(len(prompt))
+	s.st.MatchedTokens += int64(full * bs)
+	return nil
+}
+
+// resume accounts for the snapshot a hybrid request resumes from, faulting
+// a spilled one back in.
+func (s *blockSim) resume(k int, m blockcache.Match) error {
+	sn := m.Snapshot
+	full := int64(m.MatchedTokens / s.cfg.BlockSize * s.cfg.BlockSize)
+	if !sn.Found {
+		s.ss.Misses++
+		s.ss.RecomputeTokens += full
+		return nil
+	}
+	if sn.Tiered {
+		s.ss.TierHits++
+		slot, err := s.stateSlot(k)
+		if err != nil {
+			return err
+		}
+		b, ok := s.blobs[sn.Key]
+		if !ok { // the blob aged out of the tier: forget the entry, recompute
+			s.states = append(s.states, slot)
+			s.ss.FaultMisses++
+			s.ss.Misses++
+			s.ss.RecomputeTokens += full
+			if err := s.c.Snapshots().Forget(sn.Key, s.lost[sn.Key]); err != nil {
+				return fmt.Errorf("coresim: request %d: forget: %w", k, err)
+			}
+			delete(s.lost, sn.Key)
+			return nil
+		}
+		delete(s.blobs, sn.Key)
+		if err := s.c.Snapshots().Promote(sn.Key, b.adapter, slot, 0); err != nil {
+			return fmt.Errorf("coresim: request %d: promote: %w", k, err)
+		}
+		s.ss.FaultIns++
+	}
+	s.ss.Hits++
+	s.ss.AnchorTokens += int64(sn.Tokens)
+	s.ss.RecomputeTokens += full - int64(sn.Tokens)
+	return nil
+}
+
+// stateSlot takes a free state slot, reclaiming one from the index when
+// none is free: spill to the tier when there is one, else drop.
+func (s *blockSim) stateSlot(k int) (int32, error) {
+	if n := len(s.states); n > 0 {
+		slot := s.states[n-1]
+		s.states = s.states[:n-1]
+		return slot, nil
+	}
+	idx := s.c.Snapshots()
+	if s.cfg.TierStates == 0 {
+		slot, ok := idx.EvictLRU()
+		if !ok {
+			return 0, fmt.Errorf("%w: request %d: no state slot free or evictable (%d states)", ErrCapacity, k, s.cfg.States)
+		}
+		return slot, nil
+	}
+	ev, ok, err := idx.EvictToTier(0)
+	if err != nil || !ok {
+		return 0, fmt.Errorf("%w: request %d: no state slot free or evictable (%d states): %v", ErrCapacity, k, s.cfg.States, err)
+	}
+	if ev.Outcome == snapshot.Spill {
+		// A full tier loses its oldest blob; the entry learns it on its
+		// next hit (a fault-in miss), as a real blob store would report.
+		for len(s.blobs) >= s.cfg.TierStates && len(s.blobFIFO) > 0 {
+			old := s.blobFIFO[0]
+			s.blobFIFO = s.blobFIFO[1:]
+			if b, ok := s.blobs[old.key]; ok && b.seq == old.seq {
+				delete(s.blobs, old.key)
+				s.lost[old.key] = b.adapter
+			}
+		}
+		s.spills++
+		s.blobs[ev.Key] = blob{seq: s.spills, adapter: ev.Adapter}
+		s.blobFIFO = append(s.blobFIFO, fifoEntry{ev.Key, s.spills})
+		delete(s.lost, ev.Key)
+	}
+	return ev.Slot, nil
+}
+
+// dropBlobs deletes the blobs of entries that became resident again or
+// went away.
+func (s *blockSim) dropBlobs(keys []uint64) {
+	for _, key := range keys {
+		delete(s.blobs, key)
+		delete(s.lost, key)
+	}
+}
+
+type blob struct {
+	seq     uint64
+	adapter uint64
+}
+
+type fifoEntry struct {
+	key, seq uint64
+}
