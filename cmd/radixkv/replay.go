@@ -6,13 +6,14 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/radixkv/radixkv/core"
 	"github.com/radixkv/radixkv/host/native"
 )
 
-const replaySynopsis = "replay [--engine wasm|inprocess|direct] [--trace FILE | --log FILE | --seed N --requests N] [flags]"
+const replaySynopsis = "replay [--cache tree|blocks] [--engine wasm|inprocess|direct] [--trace FILE | --log FILE | --seed N --requests N] [flags]"
 
 func runReplay(args []string, stdout, stderr io.Writer) error {
 	var s settings
@@ -22,6 +23,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&s.json, "json", false, "print the report as one JSON object")
 	fs.BoolVar(&s.quiet, "quiet", false, "draw no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the replay loop to `file` (go tool pprof)")
+	fs.StringVar(&s.cache, "cache", "tree", "cache structure: tree (the unified radix tree through --engine) or blocks (the block-cache facade of the second seed: block size --page-size, LRU, with mamba an SSM snapshot index)")
 	if err := s.parse(fs, args); err != nil {
 		return err
 	}
@@ -40,7 +42,15 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rep, err := replay(&s, l, stderr)
+	var rep *report
+	switch s.cache {
+	case "tree":
+		rep, err = replay(&s, l, stderr)
+	case "blocks":
+		rep, err = replayBlocks(&s, l)
+	default:
+		err = fmt.Errorf("unknown --cache %q (known: %s)", s.cache, strings.Join(cacheNames, ", "))
+	}
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ const (
 
 // settings are the flags shared by replay, record and sweep.
 type settings struct {
+	cache        string // replay only: tree or blocks
 	engine       string
 	components   string
 	pageSize     int
