@@ -54,6 +54,11 @@ type Config struct {
 	// GlobalLRU replaces the session-aware order with the global least
 	// recent resident entry (the reference's legacy switch).
 	GlobalLRU bool
+	// Marconi, when set, replaces the victim order with Marconi's utility
+	// (recency plus Alpha times FLOPs saved per byte, see MarconiConfig);
+	// sessions, leases, Alpha above and GlobalLRU then do not apply. The
+	// index keeps each entry's tokens to know which entry extends which.
+	Marconi *MarconiConfig
 }
 
 type entry struct {
@@ -83,6 +88,7 @@ type Index struct {
 	hashes  []uint64    // lookup scratch
 	lens    []int       // distinct entry lengths, ascending: the only anchors a lookup probes
 	lenN    map[int]int // entries per length
+	mar     *forest     // Marconi bookkeeping; nil for the default order
 }
 
 // New returns an empty index, or ErrInvalidConfig.
@@ -97,7 +103,18 @@ func New(cfg Config) (*Index, error) {
 	if ttl == 0 {
 		ttl = DefaultLeaseTTL
 	}
-	return &Index{cfg: cfg, ttl: ttl, byKey: map[uint64]int32{}, bySlot: map[int32]uint64{}, lenN: map[int]int{}}, nil
+	x := &Index{cfg: cfg, ttl: ttl, byKey: map[uint64]int32{}, bySlot: map[int32]uint64{}, lenN: map[int]int{}}
+	if m := cfg.Marconi; m != nil {
+		if !m.Model.valid() {
+			return nil, fmt.Errorf("%w: Marconi model %+v needs SSM layers, d and n above 0", ErrInvalidConfig, m.Model)
+		}
+		if math.IsNaN(m.Alpha) || m.Alpha < 0 || m.Alpha > MaxAlpha {
+			return nil, fmt.Errorf("%w: Marconi Alpha %v outside [0, %d]", ErrInvalidConfig, m.Alpha, MaxAlpha)
+		}
+		x.mar = newForest(*m)
+		x.cfg.Marconi = nil // the live settings are in x.mar
+	}
+	return x, nil
 }
 
 // Match is the result of Lookup.
@@ -250,6 +267,10 @@ func (x *Index) insert(tokens []uint32, adapter uint64, slot int32, session uint
 		*e = entry{key: key, adapter: adapter, tokens: len(tokens), slot: slot, session: session, stamp: x.clock, kind: kind}
 		x.bySlot[slot] = key
 		x.stats.Overwrites++
+		if x.mar != nil {
+			x.forestRemove(key)
+			x.forestAdd(e, tokens)
+		}
 		return d, nil
 	}
 	x.byKey[key] = int32(len(x.entries))
@@ -257,6 +278,9 @@ func (x *Index) insert(tokens []uint32, adapter uint64, slot int32, session uint
 	x.entries = append(x.entries, entry{key: key, adapter: adapter, tokens: len(tokens), slot: slot, session: session, stamp: x.clock, kind: kind})
 	x.addLen(len(tokens))
 	x.stats.Saves++
+	if x.mar != nil {
+		x.forestAdd(&x.entries[len(x.entries)-1], tokens)
+	}
 	return d, nil
 }
 
@@ -289,6 +313,9 @@ func (x *Index) dropLen(n int) {
 // remove swap-removes the entry at p.
 func (x *Index) remove(p int) {
 	e := x.entries[p]
+	if x.mar != nil {
+		x.forestRemove(e.key)
+	}
 	x.dropLen(e.tokens)
 	delete(x.byKey, e.key)
 	if !e.tiered {

@@ -122,7 +122,71 @@ func (r *ref) insert(toks []uint32, adapter uint64, slot int32, session uint64, 
 	return d, nil
 }
 
+// parent returns the index of the deepest other entry of e's adapter
+// whose tokens prefix e's, or -1.
+func (r *ref) parent(i int) int {
+	best := -1
+	for j, c := range r.es {
+		if j != i && c.Adapter == r.es[i].Adapter && len(c.toks) < len(r.es[i].toks) && slices.Equal(r.es[i].toks[:len(c.toks)], c.toks) &&
+			(best < 0 || len(c.toks) > len(r.es[best].toks)) {
+			best = j
+		}
+	}
+	return best
+}
+
+func (r *ref) marconiVictim() int {
+	m := r.cfg.Marconi
+	kids := func(i int) int {
+		n := 0
+		for j := range r.es {
+			if r.parent(j) == i {
+				n++
+			}
+		}
+		return n
+	}
+	var cand []int
+	for pass := 0; pass < 2 && len(cand) == 0; pass++ {
+		for i, e := range r.es {
+			if !e.Tiered && (pass == 1 || kids(i) <= 1) {
+				cand = append(cand, i)
+			}
+		}
+	}
+	if len(cand) == 0 {
+		return -1
+	}
+	var rec, eff []float64
+	for _, i := range cand {
+		rec = append(rec, 1/float64(r.clock-r.es[i].Stamp+1))
+		par := 0
+		if p := r.parent(i); p >= 0 {
+			par = r.es[p].Tokens
+		}
+		eff = append(eff, m.Model.SavedFLOPs(r.es[i].Tokens, par)/m.Model.StateBytes())
+	}
+	norm := func(v []float64, k int) float64 {
+		lo, hi := slices.Min(v), slices.Max(v)
+		if lo == hi {
+			return 1
+		}
+		return (v[k] - lo) / (hi - lo)
+	}
+	best := 0
+	score := func(k int) float64 { return norm(rec, k) + float64(m.Alpha*norm(eff, k)) }
+	for k := range cand {
+		if sk, sb := score(k), score(best); sk < sb || sk == sb && r.es[cand[k]].Stamp < r.es[cand[best]].Stamp {
+			best = k
+		}
+	}
+	return cand[best]
+}
+
 func (r *ref) victim() int {
+	if r.cfg.Marconi != nil {
+		return r.marconiVictim()
+	}
 	var res []int
 	for i, e := range r.es {
 		if !e.Tiered {
@@ -332,7 +396,9 @@ func sameErr(t *testing.T, want, got error, step int, op string) {
 // index is given back exactly once (by a displacement, an eviction, a
 // spill or a drop) and never while an entry still holds it.
 func TestIndex_Model(t *testing.T) {
-	cfgs := []Config{{}, {Alpha: 1.5}, {LeaseTTL: 3}, {NoLease: true}, {GlobalLRU: true}, {Alpha: 8, LeaseTTL: 1}}
+	cfgs := []Config{{}, {Alpha: 1.5}, {LeaseTTL: 3}, {NoLease: true}, {GlobalLRU: true}, {Alpha: 8, LeaseTTL: 1},
+		{Marconi: &MarconiConfig{Model: Model7BHybrid}}, {Marconi: &MarconiConfig{Model: Model7BHybrid, Alpha: 1}},
+		{Marconi: &MarconiConfig{Model: Model{SSMLayers: 2, AttnLayers: 1, MLPLayers: 1, D: 8, N: 4}, Alpha: 4}}}
 	for ci, cfg := range cfgs {
 		for seed := range uint64(12) {
 			runModel(t, cfg, seed+uint64(ci)*1000, 600)

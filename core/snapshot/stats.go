@@ -108,8 +108,59 @@ func (x *Index) Check() error {
 			return bad("length %d counted %d times, entries have it %d times", n, x.lenN[n], lens[n])
 		}
 	}
+	if err := x.checkForest(); err != nil {
+		return err
+	}
 	if resident != len(x.bySlot) {
 		return bad("%d slots for %d resident entries", len(x.bySlot), resident)
+	}
+	return nil
+}
+
+// checkForest verifies the Marconi bookkeeping against a brute-force
+// recomputation: every entry's parent is the deepest other entry of its
+// adapter whose tokens prefix its own, and the child lists mirror it.
+func (x *Index) checkForest() error {
+	f := x.mar
+	if f == nil {
+		return nil
+	}
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: marconi: "+format, append([]any{ErrSanity}, a...)...)
+	}
+	if len(f.toks) != len(x.entries) {
+		return bad("%d token lists for %d entries", len(f.toks), len(x.entries))
+	}
+	listed := 0
+	for i := range x.entries {
+		e := &x.entries[i]
+		t, ok := f.toks[e.key]
+		if !ok || len(t) != e.tokens || Hash(t, e.adapter) != e.key {
+			return bad("entry %#x has no matching tokens", e.key)
+		}
+		want, has := uint64(0), false
+		depth := -1
+		for j := range x.entries {
+			c := &x.entries[j]
+			ct := f.toks[c.key]
+			if j != i && c.adapter == e.adapter && len(ct) < len(t) && len(ct) > depth && slices.Equal(t[:len(ct)], ct) {
+				want, has, depth = c.key, true, len(ct)
+			}
+		}
+		got, gotHas := f.parent[e.key]
+		if gotHas != has || got != want {
+			return bad("entry %#x: parent %#x (%v), want %#x (%v)", e.key, got, gotHas, want, has)
+		}
+		if !slices.Contains(f.getList(want, has), e.key) {
+			return bad("entry %#x missing from its parent's children", e.key)
+		}
+	}
+	listed = len(f.top)
+	for _, l := range f.children {
+		listed += len(l)
+	}
+	if listed != len(x.entries) {
+		return bad("%d children listed for %d entries", listed, len(x.entries))
 	}
 	return nil
 }

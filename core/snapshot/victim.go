@@ -18,6 +18,9 @@ func (x *Index) leaseActive() bool {
 // both min-max normalised over all resident entries (a flat range is 0);
 // ties go to the older stamp. Stamps are unique, so the order is total.
 func (x *Index) victim() int {
+	if x.mar != nil {
+		return x.marconiVictim()
+	}
 	best := -1
 	if x.cfg.GlobalLRU {
 		for p := range x.entries {
