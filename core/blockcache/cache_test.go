@@ -338,3 +338,25 @@ func TestCache_LargeBlockIDs(t *testing.T) {
 	require.Equal(t, []uint32{7, big + 1, big}, c.Evict(3).Blocks)
 	require.NoError(t, c.Check())
 }
+
+func TestCache_BranchAndClone(t *testing.T) {
+	c := newCache(t, Config{})
+	s := toks(16, 1)
+	mustInsert(t, c, s, blocks(10, 4), nil, 0, 0)
+	m, in := c.Branch(append(toks(8, 1), 99, 98, 97, 96), 0)
+	require.Equal(t, 8, m)
+	require.True(t, in, "ends inside the run of 4 blocks")
+	m, in = c.Branch(append(toks(16, 1), 5, 5, 5, 5), 0)
+	require.Equal(t, 16, m)
+	require.False(t, in, "extends a leaf")
+	d := c.Clone()
+	require.NoError(t, d.Check())
+	mustInsert(t, d, append(toks(8, 1), 99, 98, 97, 96), []uint32{10, 11, 20}, nil, 8, 0)
+	require.NoError(t, d.Release(s, 0))
+	require.Equal(t, 16, c.Peek(s, 0))
+	require.NoError(t, c.Check())
+	_, in = d.Branch(append(toks(8, 1), 1, 1, 1, 1), 0)
+	require.False(t, in, "the clone split there; the original did not")
+	_, in = c.Branch(append(toks(8, 1), 1, 1, 1, 1), 0)
+	require.True(t, in)
+}

@@ -3,6 +3,8 @@ package coresim
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/radixkv/radixkv/core/blockcache"
 	"github.com/radixkv/radixkv/core/snapshot"
@@ -34,6 +36,24 @@ type BlocksConfig struct {
 	// SanityEvery runs Cache.Check every SanityEvery requests and at the
 	// end; 0 never.
 	SanityEvery int
+
+	// Policy is the snapshot policy (States > 0): "lru" (or empty) saves
+	// the finish-leaf state only and evicts by the seed's order; "marconi"
+	// also checkpoints the branch point a speculative match finds inside a
+	// cached run, evicts by Marconi's utility and tunes its alpha once.
+	Policy string
+	// Admission overrides the policy's admission: "leaf" or "branch"
+	// (leaf plus branch points); empty follows Policy.
+	Admission string
+	// Model is the hybrid geometry for FLOP accounting and Marconi
+	// (default snapshot.Model7BHybrid).
+	Model snapshot.Model
+	// TuneWindow is the number of requests, from the first state eviction,
+	// that Marconi replays for each alpha in 0, 0.1, ..., 2.0 before
+	// keeping the one that saves the most FLOPs (default 500). Alpha, when
+	// not negative, fixes alpha instead (no tuning); set it to -1 to tune.
+	TuneWindow int
+	Alpha      float64
 }
 
 // BlocksStats summarises a block-cache replay.
@@ -67,6 +87,14 @@ type SnapshotStats struct {
 	FaultIns, FaultMisses         int64
 	Resident, Tiered              int
 	EffectiveHitRate              float64 // AnchorTokens / InputTokens
+	// Branches counts branch-point checkpoints admitted; FLOPsSaved the
+	// prefill FLOPs that snapshot hits saved (the whole model over the
+	// anchor); Alpha the Marconi weight in force at the end, TunedAt the
+	// request after which it was tuned (-1: never).
+	Branches   int64
+	FLOPsSaved float64
+	Alpha      float64
+	TunedAt    int
 }
 
 type blockSim struct {
@@ -82,6 +110,7 @@ type blockSim struct {
 	lost     map[uint64]uint64 // tiered entries whose blob the tier dropped -> adapter
 	st       BlocksStats
 	ss       SnapshotStats
+	seq      []uint32 // the current request's sequence
 }
 
 // RunBlocks replays reqs through a fresh core/blockcache cache the way a
@@ -98,7 +127,36 @@ func RunBlocks(cfg BlocksConfig, reqs []workload.Request) (BlocksStats, error) {
 	if cfg.Output && cfg.OutputToken == nil {
 		return BlocksStats{}, fmt.Errorf("coresim: Output needs an OutputToken function")
 	}
-	c, err := blockcache.New(blockcache.Config{BlockSize: cfg.BlockSize})
+	if cfg.Model == (snapshot.Model{}) {
+		cfg.Model = snapshot.Model7BHybrid
+	}
+	if cfg.TuneWindow == 0 {
+		cfg.TuneWindow = 500
+	}
+	bcfg := blockcache.Config{BlockSize: cfg.BlockSize}
+	switch cfg.Policy {
+	case "", "lru":
+		cfg.Policy = "lru"
+	case "marconi":
+		alpha := max(cfg.Alpha, 0)
+		bcfg.Snapshots.Marconi = &snapshot.MarconiConfig{Model: cfg.Model, Alpha: alpha}
+	default:
+		return BlocksStats{}, fmt.Errorf("coresim: unknown snapshot policy %q (known: lru, marconi)", cfg.Policy)
+	}
+	switch cfg.Admission {
+	case "":
+		cfg.Admission = "leaf"
+		if cfg.Policy == "marconi" {
+			cfg.Admission = "branch"
+		}
+	case "leaf", "branch":
+	default:
+		return BlocksStats{}, fmt.Errorf("coresim: unknown admission %q (known: leaf, branch)", cfg.Admission)
+	}
+	if cfg.TuneWindow < 0 {
+		return BlocksStats{}, fmt.Errorf("coresim: TuneWindow %d is negative", cfg.TuneWindow)
+	}
+	c, err := blockcache.New(bcfg)
 	if err != nil {
 		return BlocksStats{}, fmt.Errorf("coresim: %w", err)
 	}
@@ -110,17 +168,26 @@ func RunBlocks(cfg BlocksConfig, reqs []workload.Request) (BlocksStats, error) {
 	for k := cfg.States - 1; k >= 0; k-- {
 		s.states = append(s.states, int32(k))
 	}
-	var seq []uint32
+	s.ss.TunedAt = -1
+	tune := cfg.Policy == "marconi" && cfg.Alpha < 0 && cfg.States > 0
+	var frozen *blockSim // the sim at the first state eviction, for tuning
+	t0 := -1
 	for k := range reqs {
-		seq = append(seq[:0], reqs[k].Tokens...)
-		if cfg.Output {
-			for j := range reqs[k].OutputLength {
-				seq = append(seq, cfg.OutputToken(k, j))
-			}
-			s.st.OutputTokens += int64(reqs[k].OutputLength)
+		if tune && t0 < 0 && s.c.Snapshots().Stats().Evictions > 0 {
+			t0, frozen = k, s.clone()
 		}
-		if err := s.request(k, &reqs[k], seq); err != nil {
+		if err := s.one(k, reqs); err != nil {
 			return s.finish(), err
+		}
+		if tune && t0 >= 0 && k+1 == t0+cfg.TuneWindow {
+			alpha, err := tuneAlpha(frozen, reqs[t0:k+1], t0)
+			if err != nil {
+				return s.finish(), err
+			}
+			if err := s.c.Snapshots().SetAlpha(alpha); err != nil {
+				return s.finish(), err
+			}
+			s.ss.TunedAt, tune, frozen = k, false, nil
 		}
 		if cfg.SanityEvery > 0 && (k+1)%cfg.SanityEvery == 0 {
 			if err := c.Check(); err != nil {
@@ -140,6 +207,60 @@ func RunBlocks(cfg BlocksConfig, reqs []workload.Request) (BlocksStats, error) {
 	return st, nil
 }
 
+// one runs request k.
+func (s *blockSim) one(k int, reqs []workload.Request) error {
+	s.seq = append(s.seq[:0], reqs[k].Tokens...)
+	if s.cfg.Output {
+		for j := range reqs[k].OutputLength {
+			s.seq = append(s.seq, s.cfg.OutputToken(k, j))
+		}
+		s.st.OutputTokens += int64(reqs[k].OutputLength)
+	}
+	return s.request(k, &reqs[k], s.seq)
+}
+
+// tuneAlpha replays window (starting at request t0) from the frozen sim
+// once per alpha in 0, 0.1, ..., 2.0 and returns the one whose replay
+// saved the most FLOPs (ties: the smaller alpha), as Marconi does once.
+func tuneAlpha(frozen *blockSim, window []workload.Request, t0 int) (float64, error) {
+	best, bestSaved := 0.0, -1.0
+	for i := 0; i <= 20; i++ {
+		alpha := float64(i) / 10
+		sim := frozen.clone()
+		if err := sim.c.Snapshots().SetAlpha(alpha); err != nil {
+			return 0, err
+		}
+		before := sim.ss.FLOPsSaved
+		// The window's requests keep their indices (decoded token ids).
+		reqs := make([]workload.Request, t0+len(window))
+		copy(reqs[t0:], window)
+		for k := t0; k < len(reqs); k++ {
+			if err := sim.one(k, reqs); err != nil {
+				return 0, fmt.Errorf("coresim: tuning alpha %.1f: %w", alpha, err)
+			}
+		}
+		if saved := sim.ss.FLOPsSaved - before; saved > bestSaved {
+			best, bestSaved = alpha, saved
+		}
+	}
+	return best, nil
+}
+
+// clone copies the sim's whole state.
+func (s *blockSim) clone() *blockSim {
+	d := *s
+	d.c = s.c.Clone()
+	d.free = slices.Clone(s.free)
+	d.content = slices.Clone(s.content)
+	d.adapters = maps.Clone(s.adapters)
+	d.states = slices.Clone(s.states)
+	d.blobs = maps.Clone(s.blobs)
+	d.blobFIFO = slices.Clone(s.blobFIFO)
+	d.lost = maps.Clone(s.lost)
+	d.seq = nil
+	return &d
+}
+
 func (s *blockSim) finish() BlocksStats {
 	st := s.st
 	if st.InputTokens > 0 {
@@ -152,6 +273,7 @@ func (s *blockSim) finish() BlocksStats {
 		is := cs.Snapshots
 		ss.Saves, ss.Evictions, ss.Spills, ss.Drops = int64(is.Saves), int64(is.Evictions), int64(is.Spills), int64(is.Drops)
 		ss.Resident, ss.Tiered = is.ResidentEntries, is.TieredEntries
+		ss.Alpha = s.c.Snapshots().Alpha()
 		if st.InputTokens > 0 {
 			ss.EffectiveHitRate = float64(ss.AnchorTokens) / float64(st.InputTokens)
 		}
@@ -196,9 +318,17 @@ func (s *blockSim) request(k int, req *workload.Request, seq []uint32) error {
 		}
 		s.st.CanaryChecked++
 	}
+	branchAt := 0
 	if s.cfg.States > 0 {
 		if err := s.resume(k, m); err != nil {
 			return err
+		}
+		// Marconi's input-reuse admission: a prefix that ends inside a
+		// cached run is shared by two sequences; checkpoint the state there.
+		if s.cfg.Admission == "branch" {
+			if at, inside := c.Branch(prompt, ad); inside && at < len(prompt) {
+				branchAt = at
+			}
 		}
 	}
 	need := (len(seq)+bs-1)/bs - full
@@ -222,6 +352,20 @@ func (s *blockSim) request(k int, req *workload.Request, seq []uint32) error {
 		if end-i*bs == bs {
 			h = s.content[table[i]]
 		}
+	}
+	if branchAt > 0 {
+		slot, err := s.stateSlot(k)
+		if err != nil {
+			return err
+		}
+		d, err := c.InsertIntermediateSnapshot(prompt[:branchAt], ad, slot, 0)
+		if err != nil {
+			return fmt.Errorf("coresim: request %d: branch checkpoint: %w", k, err)
+		}
+		s.states = append(s.states, d.Slots...)
+		s.ss.Displaced += int64(len(d.Slots))
+		s.dropBlobs(d.Blobs)
+		s.ss.Branches++
 	}
 	var a blockcache.Acquired
 	if s.cfg.States > 0 {
@@ -296,6 +440,7 @@ func (s *blockSim) resume(k int, m blockcache.Match) error {
 		s.ss.FaultIns++
 	}
 	s.ss.Hits++
+	s.ss.FLOPsSaved += s.cfg.Model.PrefillFLOPs(sn.Tokens)
 	s.ss.AnchorTokens += int64(sn.Tokens)
 	s.ss.RecomputeTokens += full - int64(sn.Tokens)
 	return nil
