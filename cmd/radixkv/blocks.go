@@ -3,9 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/core/snapshot"
 	"github.com/radixkv/radixkv/internal/coresim"
 )
 
@@ -31,7 +34,21 @@ type snapshotReport struct {
 	FaultMisses      int64   `json:"fault_misses"`       // tier hits whose blob the tier had dropped
 	Resident         int     `json:"resident"`           // states in the pool at the end
 	Tiered           int     `json:"tiered"`             // states in the tier at the end
+	Policy           string  `json:"policy"`             // --mamba-policy
+	Model            string  `json:"model"`              // --model preset (FLOP accounting, Marconi)
+	Branches         int64   `json:"branches"`           // branch-point checkpoints admitted (marconi)
+	FLOPsSaved       float64 `json:"flops_saved"`        // prefill FLOPs the snapshot hits saved
+	Alpha            float64 `json:"alpha"`              // Marconi's weight at the end
+	TunedAt          int     `json:"tuned_at"`           // request after which alpha was tuned; -1: not tuned
 }
+
+// modelPresets are the hybrid geometries --model names.
+var modelPresets = map[string]snapshot.Model{
+	"7b-hybrid": snapshot.Model7BHybrid,
+}
+
+// mambaPolicies lists the values --mamba-policy accepts.
+var mambaPolicies = []string{"lru", "marconi"}
 
 // checkBlocks rejects flags the block cache does not implement.
 func (s *settings) checkBlocks() error {
@@ -46,6 +63,20 @@ func (s *settings) checkBlocks() error {
 	}
 	if s.logFile != "" {
 		return errors.New("--cache blocks replays traces and the built-in workload, not command logs (--log)")
+	}
+	if !slices.Contains(mambaPolicies, s.mambaPolicy) {
+		return fmt.Errorf("unknown --mamba-policy %q (known: %s)", s.mambaPolicy, strings.Join(mambaPolicies, ", "))
+	}
+	if _, ok := modelPresets[s.model]; !ok {
+		return fmt.Errorf("unknown --model %q (known: 7b-hybrid)", s.model)
+	}
+	for _, f := range []string{"mamba-policy", "model", "marconi-alpha", "marconi-window"} {
+		if s.explicit[f] && !s.has(core.Mamba) {
+			return fmt.Errorf("--%s applies to the SSM snapshots of --cache blocks with mamba in --components", f)
+		}
+	}
+	if s.marconiAlpha > snapshot.MaxAlpha || s.marconiWindow < 1 {
+		return fmt.Errorf("--marconi-alpha must be at most %d (-1 tunes it) and --marconi-window at least 1", snapshot.MaxAlpha)
 	}
 	return nil
 }
@@ -69,6 +100,11 @@ func replayBlocks(s *settings, l *loaded) (*report, error) {
 		cfg.States = s.mambaCapacity
 		if s.hostCapacity > 0 {
 			cfg.TierStates = s.hostPoolCapacity(core.Mamba)
+		}
+		cfg.Policy, cfg.Model = s.mambaPolicy, modelPresets[s.model]
+		cfg.Alpha, cfg.TuneWindow = s.marconiAlpha, s.marconiWindow
+		if cfg.Alpha < 0 {
+			cfg.Alpha = -1
 		}
 	}
 	start := time.Now()
@@ -110,6 +146,7 @@ func replayBlocks(s *settings, l *loaded) (*report, error) {
 			AnchorTokens: sn.AnchorTokens, RecomputeTokens: sn.RecomputeTokens, EffectiveHitRate: sn.EffectiveHitRate,
 			Saves: sn.Saves, Displaced: sn.Displaced, Evictions: sn.Evictions, Spills: sn.Spills, Drops: sn.Drops,
 			FaultIns: sn.FaultIns, FaultMisses: sn.FaultMisses, Resident: sn.Resident, Tiered: sn.Tiered,
+			Policy: s.mambaPolicy, Model: s.model, Branches: sn.Branches, FLOPsSaved: sn.FLOPsSaved, Alpha: sn.Alpha, TunedAt: sn.TunedAt,
 		}
 	}
 	// The replay always checks every matched block against its canary (a

@@ -43,15 +43,39 @@ func TestReplay_Blocks(t *testing.T) {
 	require.Equal(t, num(t, hy, "hits", "device_tokens"), num(t, hy, "snapshots", "anchor_tokens")+num(t, hy, "snapshots", "recompute_tokens"))
 }
 
+// --mamba-policy marconi admits branch points, tunes alpha and reports
+// the FLOPs saved; it saves more than lru on the built-in workload.
+func TestReplay_BlocksMarconi(t *testing.T) {
+	args := []string{"--cache", "blocks", "--components", "full,mamba", "--mamba-capacity", "12", "--requests", "300", "--capacity", "60000"}
+	lru := replayJSON(t, args...)
+	mar := replayJSON(t, append(args, "--mamba-policy", "marconi", "--marconi-window", "40")...)
+	sn := mar["snapshots"].(map[string]any)
+	require.Equal(t, "marconi", sn["policy"])
+	require.Equal(t, "7b-hybrid", sn["model"])
+	require.Greater(t, num(t, mar, "snapshots", "branches"), 0.0)
+	require.GreaterOrEqual(t, num(t, mar, "snapshots", "tuned_at"), 40.0)
+	require.Equal(t, -1.0, num(t, lru, "snapshots", "tuned_at"))
+	require.Greater(t, num(t, mar, "snapshots", "flops_saved"), num(t, lru, "snapshots", "flops_saved"))
+	require.Equal(t, num(t, lru, "hit_rate"), num(t, mar, "hit_rate"), "the KV side is the same")
+	fixed := replayJSON(t, append(args, "--mamba-policy", "marconi", "--marconi-alpha", "1")...)
+	require.Equal(t, 1.0, num(t, fixed, "snapshots", "alpha"))
+	require.Equal(t, -1.0, num(t, fixed, "snapshots", "tuned_at"))
+}
+
 func TestReplay_BlocksErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--cache", "heap"}, "unknown --cache"},
+		{[]string{"--components", "full,mamba", "--mamba-policy", "marconi"}, "applies to the SSM snapshot index of --cache blocks"},
 		{[]string{"--cache", "blocks", "--policy", "lfu"}, "least recently used blocks only"},
 		{[]string{"--cache", "blocks", "--components", "full,swa"}, "no sliding-window"},
 		{[]string{"--cache", "blocks", "--host-capacity", "1000"}, "no host KV tier"},
+		{[]string{"--cache", "blocks", "--mamba-policy", "marconi"}, "applies to the SSM snapshots"},
+		{[]string{"--cache", "blocks", "--components", "full,mamba", "--mamba-policy", "arc"}, "unknown --mamba-policy"},
+		{[]string{"--cache", "blocks", "--components", "full,mamba", "--model", "70b"}, "unknown --model"},
+		{[]string{"--cache", "blocks", "--components", "full,mamba", "--marconi-window", "0"}, "--marconi-window at least 1"},
 	} {
 		code, out, errOut := cli(t, append([]string{"replay", "--requests", "20"}, tc.args...)...)
 		require.Equal(t, 1, code, tc.args)

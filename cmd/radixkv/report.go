@@ -241,6 +241,11 @@ func (r *report) writeText(w io.Writer) error {
 		p("  recompute	%s tokens	(KV-matched tokens past the state's anchor; %s tokens resumed from states)", count(sn.RecomputeTokens), count(sn.AnchorTokens))
 		p("  state pool	%s evictions	(%s spilled, %s dropped, %s faulted back in, %s lost by the tier; %s resident, %s tiered at end)",
 			count(sn.Evictions), count(sn.Spills), count(sn.Drops), count(sn.FaultIns), count(sn.FaultMisses), count(sn.Resident), count(sn.Tiered))
+		tuned := "fixed"
+		if sn.TunedAt >= 0 {
+			tuned = fmt.Sprintf("tuned after request %d", sn.TunedAt)
+		}
+		p("  policy\t%s\t(model %s; %.3e prefill FLOPs saved; %s branch checkpoints; alpha %.1f, %s)", sn.Policy, sn.Model, sn.FLOPsSaved, count(sn.Branches), sn.Alpha, tuned)
 	}
 	c := &r.Canary
 	if ht := r.HostTier; ht != nil {

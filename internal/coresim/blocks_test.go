@@ -107,3 +107,32 @@ func TestRunBlocks_Errors(t *testing.T) {
 	_, err = coresim.RunBlocks(coresim.BlocksConfig{Capacity: 64, BlockSize: 4, Output: true}, nil)
 	require.Error(t, err)
 }
+
+// Marconi: branch-point admission, utility eviction and the one-off alpha
+// tuning run deterministically with sane structures after every request.
+func TestRunBlocks_Marconi(t *testing.T) {
+	reqs := generated(t, 300)
+	cfg := coresim.BlocksConfig{Capacity: 60000, BlockSize: 16, States: 12, Policy: "marconi", Alpha: -1, TuneWindow: 40, SanityEvery: 1}
+	a, err := coresim.RunBlocks(cfg, reqs)
+	require.NoError(t, err)
+	cfg.SanityEvery = 0
+	b, err := coresim.RunBlocks(cfg, reqs)
+	require.NoError(t, err)
+	require.Equal(t, a, b)
+	s := a.Snapshots
+	require.NotZero(t, s.Branches)
+	require.GreaterOrEqual(t, s.TunedAt, 40)
+	require.Greater(t, s.FLOPsSaved, 0.0)
+	lru, err := coresim.RunBlocks(coresim.BlocksConfig{Capacity: 60000, BlockSize: 16, States: 12}, reqs)
+	require.NoError(t, err)
+	t.Logf("marconi: %d hits, %.3e FLOPs saved, alpha %.1f tuned after request %d; lru: %d hits, %.3e FLOPs",
+		s.Hits, s.FLOPsSaved, s.Alpha, s.TunedAt, lru.Snapshots.Hits, lru.Snapshots.FLOPsSaved)
+	for _, bad := range []coresim.BlocksConfig{
+		{Capacity: 64, BlockSize: 4, States: 2, Policy: "fifo"},
+		{Capacity: 64, BlockSize: 4, States: 2, Admission: "all"},
+		{Capacity: 64, BlockSize: 4, States: 2, Policy: "marconi", TuneWindow: -1},
+	} {
+		_, err := coresim.RunBlocks(bad, nil)
+		require.Error(t, err, "%+v", bad)
+	}
+}
