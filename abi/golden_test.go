@@ -332,6 +332,7 @@ func script() []step {
 		{name: "destroy-hybrid", req: plain(abi.OpDestroy, 6)},
 	}
 	steps = append(steps, hostScript()...)
+	steps = append(steps, snapshotScript()...)
 	return steps
 }
 

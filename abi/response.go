@@ -108,6 +108,10 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		b = putStr(b, s.Mamba)
 	case OpBackfillHashes:
 		b = putU32(b, r.Hashed)
+	default:
+		if r.Op.IsSnapshotOp() {
+			b = appendSnapshotResult(b, r.Op, &r.Snap)
+		}
 	}
 	return putActions(b, r.Actions, t)
 }
@@ -369,6 +373,10 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 		s.Mamba = d.str("mamba")
 	case OpBackfillHashes:
 		r.Hashed = d.u32("hashed")
+	default:
+		if r.Op.IsSnapshotOp() {
+			decodeSnapshotResult(&d, r.Op, &r.Snap)
+		}
 	}
 	r.Actions = d.actions()
 	d.end()

@@ -38,6 +38,7 @@ import (
 
 	"github.com/radixkv/radixkv/abi"
 	"github.com/radixkv/radixkv/core"
+	ssm "github.com/radixkv/radixkv/core/snapshot"
 )
 
 // Impl is the implementation name the version op reports.
@@ -47,6 +48,10 @@ type instance struct {
 	tree     *core.Tree
 	tag      uint32
 	poisoned string
+	// snap is the instance's SSM snapshot index, made on first use;
+	// snapCfg is the configuration it (and a reset) starts from.
+	snap    *ssm.Index
+	snapCfg ssm.Config
 }
 
 // Dispatcher owns core trees by handle and answers ABI requests. It is
@@ -174,6 +179,14 @@ var sentinels = []struct {
 	{core.ErrBusy, abi.CodeBusy},
 	{core.ErrBroken, abi.CodeBroken},
 	{core.ErrSanity, abi.CodeSanity},
+	{ssm.ErrInvalidConfig, abi.CodeInvalidConfig},
+	{ssm.ErrInvalidArgument, abi.CodeInvalidArgument},
+	{ssm.ErrSanity, abi.CodeSanity},
+	{ssm.ErrUnknownKey, abi.CodeUnknownKey},
+	{ssm.ErrUnknownSession, abi.CodeUnknownSession},
+	{ssm.ErrWrongAdapter, abi.CodeWrongAdapter},
+	{ssm.ErrResident, abi.CodeResident},
+	{ssm.ErrSlotInUse, abi.CodeSlotInUse},
 }
 
 // CodeOf maps an error returned by core to its wire code (internal for an
@@ -216,6 +229,7 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 	case abi.OpReset:
 		inst.tree.Reset()
 		inst.poisoned = ""
+		inst.snap = nil // the next snapshot op starts an empty index
 		r.Tag, r.Root = inst.tag, inst.tree.Root()
 		return nil
 	}
@@ -337,6 +351,9 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		untag(q.Ongoing.WriteThrough, tag)
 		untag(q.Ongoing.LoadBack, tag)
 		return t.SanityCheckOngoing(q.Ongoing)
+	}
+	if q.Op.IsSnapshotOp() {
+		return runSnapshot(inst, q, r)
 	}
 	if ok, err := d.runHost(t, tag, q, r); ok {
 		return err
@@ -467,6 +484,63 @@ func wantOf(w int64) (int, error) {
 func nodeErr(err error, wire core.NodeID) error {
 	if err != nil && errors.Is(err, core.ErrStaleNode) {
 		return fmt.Errorf("node 0x%016x: %w", uint64(wire), err)
+	}
+	return err
+}
+
+// runSnapshot runs the snapshot index ops on inst's index.
+func runSnapshot(inst *instance, q *abi.Request, r *abi.Response) error {
+	sq, res := &q.Snap, &r.Snap
+	if q.Op == abi.OpSnapshotConfigure {
+		cfg := sq.Config
+		if cfg.Marconi != nil {
+			m := *cfg.Marconi
+			cfg.Marconi = &m
+		}
+		x, err := ssm.New(cfg)
+		if err != nil {
+			return err
+		}
+		inst.snap, inst.snapCfg = x, cfg
+		return nil
+	}
+	if inst.snap == nil {
+		x, err := ssm.New(inst.snapCfg)
+		if err != nil { // unreachable: the configuration was accepted before
+			return err
+		}
+		inst.snap = x
+	}
+	x := inst.snap
+	var err error
+	switch q.Op {
+	case abi.OpSnapshotLookup:
+		res.Match, err = x.Lookup(sq.Tokens, int(sq.Matched), sq.Session, sq.Adapter)
+	case abi.OpSnapshotInsert:
+		switch sq.Kind {
+		case ssm.Tail:
+			res.Displaced, err = x.InsertTail(sq.Tokens, sq.Adapter, sq.Slot, sq.Session)
+		case ssm.Sibling:
+			res.Displaced, err = x.InsertSibling(sq.Tokens, sq.Adapter, sq.Slot, sq.Session)
+		default:
+			res.Displaced, err = x.Insert(sq.Tokens, sq.Adapter, sq.Slot, sq.Session)
+		}
+	case abi.OpSnapshotEvict:
+		if sq.ToTier {
+			res.Evict, res.Evicted, err = x.EvictToTier(int(sq.MinTokens))
+		} else {
+			var slot int32
+			slot, res.Evicted = x.EvictLRU()
+			res.Evict = ssm.TierEvict{Slot: slot}
+		}
+	case abi.OpSnapshotPromote:
+		err = x.Promote(sq.Key, sq.Adapter, sq.Slot, sq.Session)
+	case abi.OpSnapshotForget:
+		err = x.Forget(sq.Key, sq.Adapter)
+	case abi.OpSnapshotEndSession:
+		res.Displaced, err = x.EndSession(sq.Session)
+	case abi.OpSnapshotStats:
+		res.Stats, res.Alpha = x.Stats(), x.Alpha()
 	}
 	return err
 }
