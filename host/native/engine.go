@@ -2,6 +2,7 @@ package native
 
 import (
 	"fmt"
+	"github.com/radixkv/radixkv/core/snapshot"
 
 	"github.com/radixkv/radixkv/core"
 )
@@ -138,6 +139,10 @@ type directEngine struct {
 	cfg    core.Config
 	t      *core.Tree
 	closed bool
+	// snap is the instance's SSM snapshot index (made on first use, from
+	// snapCfg), as the ABI guest keeps one per instance.
+	snap    *snapshot.Index
+	snapCfg snapshot.Config
 }
 
 // NewDirectEngine returns the reference Engine: a core.Tree called
@@ -433,6 +438,7 @@ func (e *directEngine) Reset() error {
 		return errEngineClosed
 	}
 	e.t.Reset()
+	e.snap = nil // as the guest does: the next snapshot op starts empty
 	return nil
 }
 
