@@ -6,7 +6,7 @@ import (
 	"github.com/radixkv/radixkv/core/snapshot"
 )
 
-func init() { instances[9] = "create-snap" }
+func init() { instances[9], instances[10] = "create-snap", "create-blocks" }
 
 func snapReq(op abi.Op, mod func(s *abi.SnapshotRequest)) func(seen) abi.Request {
 	return func(seen) abi.Request {
@@ -99,5 +99,62 @@ func snapshotScript() []step {
 		{name: "snapshot-stats-after-reset", req: snapReq(abi.OpSnapshotStats, noop)},
 		{name: "snapshot-destroy", req: plain(abi.OpDestroy, 9)},
 		{name: "snapshot-stats-destroyed", req: snapReq(abi.OpSnapshotStats, noop)},
+	}
+}
+
+func blocksReq(op abi.Op, mod func(b *abi.BlocksRequest)) func(seen) abi.Request {
+	return func(seen) abi.Request {
+		q := req(op, 10)
+		mod(&q.Blocks)
+		return q
+	}
+}
+
+// blocksScript covers the block-cache ops (0x0068-0x006E) on their own
+// instance: a cold lookup, inserts with disk ids and a partial block,
+// references and their release, the typed errors, eviction, a snapshot
+// found through blocks_lookup, and reconfiguration.
+func blocksScript() []step {
+	noop := func(*abi.BlocksRequest) {}
+	lookup := func(toks []uint32) func(seen) abi.Request {
+		return blocksReq(abi.OpBlocksLookup, func(b *abi.BlocksRequest) { b.Tokens = toks })
+	}
+	return []step{
+		{name: "create-blocks", req: create(core.Config{PageSize: 4})},
+		{name: "blocks-lookup-cold", req: lookup(seq(1, 10))},
+		{name: "blocks-insert", req: blocksReq(abi.OpBlocksInsert, func(b *abi.BlocksRequest) {
+			b.Tokens, b.Table, b.Disks = seq(1, 10), []uint32{7, 8, 9}, []uint32{70, 0xffffffff}
+		})},
+		{name: "blocks-insert-owned", req: blocksReq(abi.OpBlocksInsert, func(b *abi.BlocksRequest) {
+			b.Tokens, b.Table = seq(50, 4), []uint32{8}
+		})},
+		{name: "blocks-insert-matched-beyond", req: blocksReq(abi.OpBlocksInsert, func(b *abi.BlocksRequest) {
+			b.Tokens, b.Table, b.Matched = seq(50, 4), []uint32{20}, 5
+		})},
+		{name: "blocks-release-insert", req: blocksReq(abi.OpBlocksRelease, func(b *abi.BlocksRequest) { b.Tokens, b.Matched = seq(1, 10), -1 })},
+		{name: "blocks-release-over", req: blocksReq(abi.OpBlocksRelease, func(b *abi.BlocksRequest) { b.Tokens, b.Matched = seq(1, 10), 8 })},
+		{name: "blocks-peek", req: blocksReq(abi.OpBlocksPeek, func(b *abi.BlocksRequest) { b.Tokens = seq(1, 12) })},
+		{name: "blocks-snapshot", req: snapReqOn(10, abi.OpSnapshotInsert, func(s *abi.SnapshotRequest) { s.Tokens, s.Slot = seq(1, 4), 3 })},
+		{name: "blocks-lookup", req: lookup(seq(1, 12))},
+		{name: "blocks-lookup-adapter", req: blocksReq(abi.OpBlocksLookup, func(b *abi.BlocksRequest) { b.Tokens, b.Adapter = seq(1, 12), 2 })},
+		{name: "blocks-evict-referenced", req: blocksReq(abi.OpBlocksEvict, func(b *abi.BlocksRequest) { b.Want = 4 })},
+		{name: "blocks-release-lookup", req: blocksReq(abi.OpBlocksRelease, func(b *abi.BlocksRequest) { b.Tokens, b.Matched = seq(1, 12), 8 })},
+		{name: "blocks-evict", req: blocksReq(abi.OpBlocksEvict, func(b *abi.BlocksRequest) { b.Want = 4 })},
+		{name: "blocks-evict-negative", req: blocksReq(abi.OpBlocksEvict, func(b *abi.BlocksRequest) { b.Want = -1 })},
+		{name: "blocks-stats", req: blocksReq(abi.OpBlocksStats, noop)},
+		{name: "blocks-configure-bad", req: blocksReq(abi.OpBlocksConfigure, noop)},
+		{name: "blocks-configure", req: blocksReq(abi.OpBlocksConfigure, func(b *abi.BlocksRequest) { b.BlockSize, b.SubBlockTail = 2, true })},
+		{name: "blocks-insert-2", req: blocksReq(abi.OpBlocksInsert, func(b *abi.BlocksRequest) { b.Tokens, b.Table = seq(1, 4), []uint32{1, 2} })},
+		{name: "blocks-lookup-sub-block", req: lookup(seq(1, 3))},
+		{name: "blocks-stats-2", req: blocksReq(abi.OpBlocksStats, noop)},
+		{name: "destroy-blocks", req: plain(abi.OpDestroy, 10)},
+	}
+}
+
+func snapReqOn(inst uint32, op abi.Op, mod func(s *abi.SnapshotRequest)) func(seen) abi.Request {
+	return func(seen) abi.Request {
+		q := req(op, inst)
+		mod(&q.Snap)
+		return q
 	}
 }

@@ -333,6 +333,7 @@ func script() []step {
 	}
 	steps = append(steps, hostScript()...)
 	steps = append(steps, snapshotScript()...)
+	steps = append(steps, blocksScript()...)
 	return steps
 }
 

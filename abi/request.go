@@ -104,6 +104,8 @@ func AppendRequest(dst []byte, q *Request) []byte {
 	default:
 		if q.Op.IsSnapshotOp() {
 			b = appendSnapshotRequest(b, q.Op, &q.Snap)
+		} else if q.Op.IsBlocksOp() {
+			b = appendBlocksRequest(b, q.Op, &q.Blocks)
 		}
 	}
 	return b
@@ -277,6 +279,8 @@ func DecodeRequest(q *Request, b []byte) error {
 	default:
 		if q.Op.IsSnapshotOp() {
 			decodeSnapshotRequest(&r, q.Op, &q.Snap, toks)
+		} else if q.Op.IsBlocksOp() {
+			decodeBlocksRequest(&r, q.Op, &q.Blocks, toks)
 		}
 	}
 	r.end()

@@ -111,6 +111,8 @@ func AppendResponse(dst []byte, r *Response) []byte {
 	default:
 		if r.Op.IsSnapshotOp() {
 			b = appendSnapshotResult(b, r.Op, &r.Snap)
+		} else if r.Op.IsBlocksOp() {
+			b = appendBlocksResult(b, r.Op, &r.Blocks)
 		}
 	}
 	return putActions(b, r.Actions, t)
@@ -376,6 +378,8 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 	default:
 		if r.Op.IsSnapshotOp() {
 			decodeSnapshotResult(&d, r.Op, &r.Snap)
+		} else if r.Op.IsBlocksOp() {
+			decodeBlocksResult(&d, r.Op, &r.Blocks)
 		}
 	}
 	r.Actions = d.actions()

@@ -15,6 +15,10 @@ func u64s(v []uint64) []any {
 
 // snapRequestJSON adds the snapshot ops' request fields to m.
 func snapRequestJSON(q *abi.Request, m map[string]any) {
+	if q.Op.IsBlocksOp() {
+		blocksRequestJSON(q, m)
+		return
+	}
 	s := &q.Snap
 	switch q.Op {
 	case abi.OpSnapshotConfigure:
@@ -44,6 +48,10 @@ func snapRequestJSON(q *abi.Request, m map[string]any) {
 
 // snapResponseJSON adds the snapshot ops' results to m.
 func snapResponseJSON(r *abi.Response, m map[string]any) {
+	if r.Op.IsBlocksOp() {
+		blocksResponseJSON(r, m)
+		return
+	}
 	s := &r.Snap
 	switch r.Op {
 	case abi.OpSnapshotLookup:
@@ -68,5 +76,51 @@ func snapResponseJSON(r *abi.Response, m map[string]any) {
 			"entries": int64(st.Entries), "resident": int64(st.ResidentEntries), "tiered": int64(st.TieredEntries),
 			"leased": int64(st.LeasedEntries), "alpha": s.Alpha,
 		}
+	}
+}
+
+// blocksRequestJSON adds the block-cache ops' request fields to m.
+func blocksRequestJSON(q *abi.Request, m map[string]any) {
+	b := &q.Blocks
+	switch q.Op {
+	case abi.OpBlocksConfigure:
+		m["block_size"], m["sub_block_tail"] = int64(b.BlockSize), b.SubBlockTail
+	case abi.OpBlocksLookup:
+		m["tokens"], m["session"], m["adapter"] = u32s(b.Tokens), u64(b.Session), u64(b.Adapter)
+	case abi.OpBlocksPeek:
+		m["tokens"], m["adapter"] = u32s(b.Tokens), u64(b.Adapter)
+	case abi.OpBlocksInsert:
+		m["tokens"], m["table"], m["disks"], m["matched"], m["adapter"] = u32s(b.Tokens), u32s(b.Table), u32s(b.Disks), int64(b.Matched), u64(b.Adapter)
+	case abi.OpBlocksRelease:
+		m["tokens"], m["matched"], m["adapter"] = u32s(b.Tokens), int64(b.Matched), u64(b.Adapter)
+	case abi.OpBlocksEvict:
+		m["want"] = int64(b.Want)
+	}
+}
+
+// blocksResponseJSON adds the block-cache ops' results to m.
+func blocksResponseJSON(r *abi.Response, m map[string]any) {
+	b := &r.Blocks
+	switch r.Op {
+	case abi.OpBlocksLookup:
+		x := b.Match.Snapshot
+		m["blocks"], m["disk_ids"], m["matched_tokens"] = u32s(b.Match.Blocks), u32s(b.Match.DiskIDs), int64(b.Match.MatchedTokens)
+		m["match"] = map[string]any{"found": x.Found, "tiered": x.Tiered, "slot": int64(x.Slot), "key": u64(x.Key),
+			"tokens": int64(x.Tokens), "kind": int64(x.Kind)}
+	case abi.OpBlocksPeek:
+		m["matched_tokens"] = int64(b.Match.MatchedTokens)
+	case abi.OpBlocksInsert:
+		a := b.Acquired
+		m["acquired"] = map[string]any{"blocks": u32s(a.Blocks), "disk_ids": u32s(a.DiskIDs), "released": u32s(a.Released),
+			"released_disk_ids": u32s(a.ReleasedDiskIDs), "unused": u32s(a.Unused)}
+	case abi.OpBlocksEvict:
+		m["blocks"], m["disk_ids"] = u32s(b.Evicted.Blocks), u32s(b.Evicted.DiskIDs)
+	case abi.OpBlocksStats:
+		s := b.Stats
+		m["stats"] = map[string]any{"lookups": u64(s.Lookups), "hits": u64(s.Hits), "misses": u64(s.Misses),
+			"sub_block_hits": u64(s.SubBlockHits), "lookup_tokens": u64(s.LookupTokens), "matched_tokens": u64(s.MatchedTokens),
+			"inserts": u64(s.Inserts), "evicted_blocks": u64(s.EvictedBlocks), "nodes": int64(s.Nodes),
+			"partial_blocks": int64(s.PartialBlocks), "blocks": int64(s.Blocks), "runs": int64(s.Runs),
+			"referenced": int64(s.Referenced), "adapters": int64(s.Adapters)}
 	}
 }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/radixkv/radixkv/abi"
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/core/blockcache"
 	ssm "github.com/radixkv/radixkv/core/snapshot"
 )
 
@@ -52,6 +53,10 @@ type instance struct {
 	// snapCfg is the configuration it (and a reset) starts from.
 	snap    *ssm.Index
 	snapCfg ssm.Config
+	// blocks is the instance's block-cache facade, made on first use (its
+	// lookups use snap); blocksCfg is what it starts from.
+	blocks    *blockcache.Cache
+	blocksCfg blockcache.Config
 }
 
 // Dispatcher owns core trees by handle and answers ABI requests. It is
@@ -187,6 +192,11 @@ var sentinels = []struct {
 	{ssm.ErrWrongAdapter, abi.CodeWrongAdapter},
 	{ssm.ErrResident, abi.CodeResident},
 	{ssm.ErrSlotInUse, abi.CodeSlotInUse},
+	{blockcache.ErrInvalidConfig, abi.CodeInvalidConfig},
+	{blockcache.ErrInvalidArgument, abi.CodeInvalidArgument},
+	{blockcache.ErrSanity, abi.CodeSanity},
+	{blockcache.ErrBlockInUse, abi.CodeBlockInUse},
+	{blockcache.ErrOverRelease, abi.CodeOverRelease},
 }
 
 // CodeOf maps an error returned by core to its wire code (internal for an
@@ -229,7 +239,7 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 	case abi.OpReset:
 		inst.tree.Reset()
 		inst.poisoned = ""
-		inst.snap = nil // the next snapshot op starts an empty index
+		inst.snap, inst.blocks = nil, nil // the next snapshot or block op starts empty
 		r.Tag, r.Root = inst.tag, inst.tree.Root()
 		return nil
 	}
@@ -354,6 +364,9 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 	}
 	if q.Op.IsSnapshotOp() {
 		return runSnapshot(inst, q, r)
+	}
+	if q.Op.IsBlocksOp() {
+		return runBlocks(inst, q, r)
 	}
 	if ok, err := d.runHost(t, tag, q, r); ok {
 		return err
@@ -502,17 +515,15 @@ func runSnapshot(inst *instance, q *abi.Request, r *abi.Response) error {
 			return err
 		}
 		inst.snap, inst.snapCfg = x, cfg
+		if inst.blocks != nil {
+			inst.blocks.UseSnapshots(x)
+		}
 		return nil
 	}
-	if inst.snap == nil {
-		x, err := ssm.New(inst.snapCfg)
-		if err != nil { // unreachable: the configuration was accepted before
-			return err
-		}
-		inst.snap = x
+	x, err := inst.index()
+	if err != nil {
+		return err
 	}
-	x := inst.snap
-	var err error
 	switch q.Op {
 	case abi.OpSnapshotLookup:
 		res.Match, err = x.Lookup(sq.Tokens, int(sq.Matched), sq.Session, sq.Adapter)
@@ -541,6 +552,73 @@ func runSnapshot(inst *instance, q *abi.Request, r *abi.Response) error {
 		res.Displaced, err = x.EndSession(sq.Session)
 	case abi.OpSnapshotStats:
 		res.Stats, res.Alpha = x.Stats(), x.Alpha()
+	}
+	return err
+}
+
+// index returns inst's snapshot index, making it on first use.
+func (inst *instance) index() (*ssm.Index, error) {
+	if inst.snap == nil {
+		x, err := ssm.New(inst.snapCfg)
+		if err != nil { // unreachable: the configuration was accepted before
+			return nil, err
+		}
+		inst.snap = x
+	}
+	return inst.snap, nil
+}
+
+// runBlocks runs the block-cache ops on inst's block cache.
+func runBlocks(inst *instance, q *abi.Request, r *abi.Response) error {
+	bq, res := &q.Blocks, &r.Blocks
+	x, err := inst.index()
+	if err != nil {
+		return err
+	}
+	if q.Op == abi.OpBlocksConfigure {
+		cfg := blockcache.Config{BlockSize: int(bq.BlockSize), SubBlockTail: bq.SubBlockTail}
+		c, err := blockcache.New(cfg)
+		if err != nil {
+			return err
+		}
+		c.UseSnapshots(x)
+		inst.blocks, inst.blocksCfg = c, cfg
+		return nil
+	}
+	if inst.blocks == nil {
+		cfg := inst.blocksCfg
+		if cfg.BlockSize == 0 {
+			cfg.BlockSize = inst.tree.PageSize()
+		}
+		c, err := blockcache.New(cfg)
+		if err != nil { // unreachable: page sizes are positive
+			return err
+		}
+		c.UseSnapshots(x)
+		inst.blocks = c
+	}
+	c := inst.blocks
+	switch q.Op {
+	case abi.OpBlocksLookup:
+		res.Match, err = c.Lookup(bq.Tokens, bq.Session, bq.Adapter)
+	case abi.OpBlocksPeek:
+		res.Match.MatchedTokens = c.Peek(bq.Tokens, bq.Adapter)
+	case abi.OpBlocksInsert:
+		res.Acquired, err = c.Insert(bq.Tokens, bq.Table, bq.Disks, int(bq.Matched), bq.Adapter)
+	case abi.OpBlocksRelease:
+		if bq.Matched == -1 {
+			err = c.Release(bq.Tokens, bq.Adapter)
+		} else {
+			err = c.ReleaseMatched(bq.Tokens, int(bq.Matched), bq.Adapter)
+		}
+	case abi.OpBlocksEvict:
+		if bq.Want < 0 {
+			return fmt.Errorf("%w: evict want %d is negative", blockcache.ErrInvalidArgument, bq.Want)
+		}
+		res.Evicted = c.Evict(int(bq.Want))
+	case abi.OpBlocksStats:
+		res.Stats = c.Stats()
+		res.Stats.Snapshots = ssm.Stats{}
 	}
 	return err
 }

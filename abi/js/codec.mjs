@@ -31,6 +31,9 @@ export const OPS = Object.freeze({
   // The SSM snapshot index beside each instance's tree.
   snapshot_configure: 0x60, snapshot_lookup: 0x61, snapshot_insert: 0x62, snapshot_evict: 0x63,
   snapshot_promote: 0x64, snapshot_forget: 0x65, snapshot_end_session: 0x66, snapshot_stats: 0x67,
+  // The block-cache facade beside each instance's tree.
+  blocks_configure: 0x68, blocks_lookup: 0x69, blocks_peek: 0x6a, blocks_insert: 0x6b,
+  blocks_release: 0x6c, blocks_evict: 0x6d, blocks_stats: 0x6e,
 });
 
 export const SNAPSHOT_KINDS = Object.freeze({ plain: 0, tail: 1, sibling: 2 });
@@ -45,6 +48,7 @@ export const CODES = Object.freeze({
   insert_in_flight: 21, no_insert: 22, eviction_in_flight: 23, no_eviction: 24, busy: 25,
   broken: 26, sanity: 27,
   unknown_key: 28, unknown_session: 29, wrong_adapter: 30, resident: 31, slot_in_use: 32,
+  block_in_use: 33, over_release: 34,
 });
 
 export const EVENTS = Object.freeze({ block_stored: 1, block_removed: 2, all_blocks_cleared: 3 });
@@ -215,6 +219,13 @@ export function encodeRequest(q) {
     case OPS.snapshot_promote: w.u64(q.key); w.u64(q.adapter ?? 0); w.i32(q.slot); w.u64(q.session ?? 0); break;
     case OPS.snapshot_forget: w.u64(q.key); w.u64(q.adapter ?? 0); break;
     case OPS.snapshot_end_session: w.u64(q.session); break;
+    case OPS.blocks_configure: w.u32(q.block_size ?? 0); w.bool(q.sub_block_tail); break;
+    case OPS.blocks_lookup: w.u32s(q.tokens); w.u64(q.session ?? 0); w.u64(q.adapter ?? 0); break;
+    case OPS.blocks_peek: w.u32s(q.tokens); w.u64(q.adapter ?? 0); break;
+    case OPS.blocks_insert:
+      w.u32s(q.tokens); w.u32s(q.table); w.u32s(q.disks); w.i32(q.matched ?? 0); w.u64(q.adapter ?? 0); break;
+    case OPS.blocks_release: w.u32s(q.tokens); w.i32(q.matched ?? -1); w.u64(q.adapter ?? 0); break;
+    case OPS.blocks_evict: w.i32(q.want ?? 0); break;
   }
   return w.bytes();
 }
@@ -222,6 +233,13 @@ export function encodeRequest(q) {
 const SNAPSHOT_COUNTERS = ['saves', 'overwrites', 'swept', 'lookups', 'hits', 'tier_hits', 'anchor_tokens',
   'recompute_on_hit', 'recompute_on_miss', 'evictions', 'spills', 'drops', 'fault_ins', 'reaps'];
 const SNAPSHOT_SIZES = ['entries', 'resident', 'tiered', 'leased'];
+const BLOCKS_COUNTERS = ['lookups', 'hits', 'misses', 'sub_block_hits', 'lookup_tokens', 'matched_tokens', 'inserts', 'evicted_blocks'];
+const BLOCKS_SIZES = ['nodes', 'partial_blocks', 'blocks', 'runs', 'referenced', 'adapters'];
+
+function getSnapshotMatch(r) {
+  return { found: r.bool('found'), tiered: r.bool('tiered'), slot: r.i32('slot'), key: r.u64('key'),
+    tokens: r.i32('tokens'), kind: r.u8('kind') };
+}
 
 function getInsertResult(r) {
   const res = { prefix_len: r.i32('prefix_len'), total_len: r.i32('total_len'), last_device: r.u64('last_device'),
@@ -329,10 +347,23 @@ export function decodeResponse(bytes) {
       m.storage = { node: r.u64('node'), prefix_keys: r.strs('prefix_keys'), full: r.strs('full'), swa: r.strs('swa'), mamba: r.str('mamba') };
       break;
     case OPS.backfill_hashes: m.hashed = r.u32('hashed'); break;
-    case OPS.snapshot_lookup:
-      m.match = { found: r.bool('found'), tiered: r.bool('tiered'), slot: r.i32('slot'), key: r.u64('key'),
-        tokens: r.i32('tokens'), kind: r.u8('kind') };
+    case OPS.snapshot_lookup: m.match = getSnapshotMatch(r); break;
+    case OPS.blocks_lookup:
+      m.blocks = r.u32s('blocks'); m.disk_ids = r.u32s('disk_ids'); m.matched_tokens = r.i32('matched_tokens');
+      m.match = getSnapshotMatch(r); break;
+    case OPS.blocks_peek: m.matched_tokens = r.i32('matched_tokens'); break;
+    case OPS.blocks_insert:
+      m.acquired = { blocks: r.u32s('blocks'), disk_ids: r.u32s('disk_ids'), released: r.u32s('released'),
+        released_disk_ids: r.u32s('released_disk_ids'), unused: r.u32s('unused') };
       break;
+    case OPS.blocks_evict: m.blocks = r.u32s('blocks'); m.disk_ids = r.u32s('disk_ids'); break;
+    case OPS.blocks_stats: {
+      const st = {};
+      for (const k of BLOCKS_COUNTERS) st[k] = r.u64(k);
+      for (const k of BLOCKS_SIZES) st[k] = r.u32(k);
+      m.stats = st;
+      break;
+    }
     case OPS.snapshot_insert: case OPS.snapshot_end_session:
       m.displaced = { slots: r.i32s('slots'), blobs: r.u64s('blobs') }; break;
     case OPS.snapshot_evict:

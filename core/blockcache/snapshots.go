@@ -43,3 +43,11 @@ func (c *Cache) InsertTailSiblingSnapshot(tokens []uint32, adapter uint64, slot 
 // Snapshots returns the SSM snapshot index for eviction, tier and
 // statistics calls. Block eviction never touches it.
 func (c *Cache) Snapshots() *snapshot.Index { return c.idx }
+
+// UseSnapshots makes x the cache's snapshot index (one index shared with
+// other users, as an ABI instance shares its own); x must not be nil.
+func (c *Cache) UseSnapshots(x *snapshot.Index) {
+	if x != nil {
+		c.idx = x
+	}
+}
