@@ -2,9 +2,10 @@ package native
 
 import (
 	"fmt"
-	"github.com/radixkv/radixkv/core/snapshot"
 
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/core/blockcache"
+	"github.com/radixkv/radixkv/core/snapshot"
 )
 
 // Engine is the typed API over one cache instance. It mirrors core.Tree's
@@ -143,6 +144,9 @@ type directEngine struct {
 	// snapCfg), as the ABI guest keeps one per instance.
 	snap    *snapshot.Index
 	snapCfg snapshot.Config
+	// blocks is the block-cache facade (made on first use from blocksCfg).
+	blocks    *blockcache.Cache
+	blocksCfg blockcache.Config
 }
 
 // NewDirectEngine returns the reference Engine: a core.Tree called
@@ -438,7 +442,7 @@ func (e *directEngine) Reset() error {
 		return errEngineClosed
 	}
 	e.t.Reset()
-	e.snap = nil // as the guest does: the next snapshot op starts empty
+	e.snap, e.blocks = nil, nil // as the guest does: the next snapshot or block op starts empty
 	return nil
 }
 

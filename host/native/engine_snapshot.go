@@ -38,6 +38,9 @@ var (
 // sentinelOf maps a wire code to the sentinel of the package that
 // answers op: core/snapshot for the snapshot ops, core otherwise.
 func sentinelOf(op abi.Op, c abi.Code) error {
+	if op.IsBlocksOp() {
+		return blocksSentinel(c)
+	}
 	if !op.IsSnapshotOp() {
 		return codeSentinel(c)
 	}
@@ -116,6 +119,9 @@ func (e *directEngine) SnapshotConfigure(cfg snapshot.Config) error {
 		return err
 	}
 	e.snap, e.snapCfg = x, cfg
+	if e.blocks != nil {
+		e.blocks.UseSnapshots(x)
+	}
 	return nil
 }
 
