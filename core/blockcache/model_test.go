@@ -314,10 +314,14 @@ type seqState struct {
 // and keeps the host's block pool balanced: every block is free or held by
 // the cache, never both, and the cache never evicts a referenced block.
 func TestCache_Model(t *testing.T) {
+	steps, seeds := 400, uint64(10)
+	if raceEnabled {
+		steps, seeds = 200, 3
+	}
 	for _, sub := range []bool{false, true} {
 		for _, b := range []int{1, 2, 4} {
-			for seed := range uint64(10) {
-				runModel(t, b, sub, seed, 400)
+			for seed := range seeds {
+				runModel(t, b, sub, seed, steps)
 			}
 		}
 	}
