@@ -476,3 +476,13 @@ func runModel(t *testing.T, b int, sub bool, seed uint64, steps int) {
 		}
 	}
 }
+
+// FuzzCacheModel runs the model test from fuzzed seeds, block sizes and
+// lengths.
+func FuzzCacheModel(f *testing.F) {
+	f.Add(uint64(1), uint8(4), false, uint16(200))
+	f.Add(uint64(7), uint8(1), true, uint16(300))
+	f.Fuzz(func(t *testing.T, seed uint64, bs uint8, sub bool, steps uint16) {
+		runModel(t, 1+int(bs%5), sub, seed, int(steps%400))
+	})
+}

@@ -556,3 +556,15 @@ func runModel(t *testing.T, cfg Config, seed uint64, steps int) {
 		require.Equal(t, held, res, "step %d: host-held slots differ from resident slots", step)
 	}
 }
+
+// FuzzIndexModel runs the model test from fuzzed seeds and lengths, in
+// every configuration the model test uses.
+func FuzzIndexModel(f *testing.F) {
+	f.Add(uint64(1), uint16(200), uint8(0))
+	f.Add(uint64(99), uint16(400), uint8(6))
+	f.Fuzz(func(t *testing.T, seed uint64, steps uint16, cfg uint8) {
+		cfgs := []Config{{}, {Alpha: 1.5}, {LeaseTTL: 3}, {NoLease: true}, {GlobalLRU: true}, {Alpha: 8, LeaseTTL: 1},
+			{Marconi: &MarconiConfig{Model: Model7BHybrid}}, {Marconi: &MarconiConfig{Model: Model7BHybrid, Alpha: 1}}}
+		runModel(t, cfgs[int(cfg)%len(cfgs)], seed, int(steps%500))
+	})
+}
