@@ -183,6 +183,8 @@
 // [BlocksEngine] (a block-granular prefix cache beside the tree,
 // core/blockcache, ops 0x0068-0x006E, whose lookups use that index); a
 // type assertion reaches them, and the three engines answer identically.
+// [Controller.Snapshots] and [Controller.Blocks] run a function with them
+// under the controller's mutex, serialised with the request lifecycle.
 // [BlockCache] is the block cache on its own, without a tree, behind a
 // mutex: safe for concurrent use, each call atomic.
 //
