@@ -8,6 +8,7 @@ import (
 	"github.com/radixkv/radixkv/core"
 	"github.com/radixkv/radixkv/core/blockcache"
 	"github.com/radixkv/radixkv/core/snapshot"
+	"github.com/radixkv/radixkv/workload"
 	"github.com/stretchr/testify/require"
 )
 
@@ -113,5 +114,83 @@ func TestBlocksEngines_Differential(t *testing.T) {
 			require.Equal(t, results[0], results[k], "step %d op %d: engine %s", step, op, engineKinds[k].name)
 			require.Equal(t, errs[0], errs[k], "step %d op %d: engine %s", step, op, engineKinds[k].name)
 		}
+	}
+}
+
+// TestBlocksEngines_Workload replays a generated workload through the
+// block cache and snapshot index of every engine the way a block-table
+// engine would (lookup, fresh blocks with eviction when the pool is
+// short, insert, finish-leaf snapshot with LRU state eviction, release)
+// and requires identical block and snapshot statistics at the end.
+func TestBlocksEngines_Workload(t *testing.T) {
+	gc := workload.DefaultGenConfig()
+	gc.Requests = 150
+	if raceEnabled {
+		gc.Requests = 40
+	}
+	reqs, err := workload.Generate(gc)
+	require.NoError(t, err)
+	const bs, poolBlocks, states = 16, 2000, 24
+	var final []any
+	for _, k := range engineKinds {
+		eng := newEngine(t, k.new, core.Config{PageSize: bs})
+		be, se := eng.(BlocksEngine), eng.(SnapshotEngine)
+		free := make([]uint32, 0, poolBlocks)
+		for b := poolBlocks - 1; b >= 0; b-- {
+			free = append(free, uint32(b))
+		}
+		var slots []int32
+		for s := states - 1; s >= 0; s-- {
+			slots = append(slots, int32(s))
+		}
+		for i := range reqs {
+			toks := reqs[i].Tokens
+			m, err := be.BlocksLookup(toks, 0, 0)
+			require.NoError(t, err)
+			full := m.MatchedTokens / bs
+			need := (len(toks)+bs-1)/bs - full
+			if short := need - len(free); short > 0 {
+				ev, err := be.BlocksEvict(short)
+				require.NoError(t, err)
+				free = append(free, ev.Blocks...)
+			}
+			require.GreaterOrEqual(t, len(free), need, "%s: request %d", k.name, i)
+			table := append(m.Blocks[:full:full], free[len(free)-need:]...)
+			free = free[:len(free)-need]
+			a, err := be.BlocksInsert(toks, table, nil, m.MatchedTokens, 0)
+			require.NoError(t, err)
+			adopted := map[uint32]bool{}
+			for _, b := range a.Blocks {
+				adopted[b] = true
+			}
+			for _, b := range table[full:] {
+				if !adopted[b] {
+					free = append(free, b)
+				}
+			}
+			free = append(free, a.Released...)
+			if len(slots) == 0 {
+				ev, ok, err := se.SnapshotEvict(false, 0)
+				require.NoError(t, err)
+				require.True(t, ok)
+				slots = append(slots, ev.Slot)
+			}
+			d, err := se.SnapshotInsert(snapshot.Plain, toks, 0, slots[len(slots)-1], 0)
+			require.NoError(t, err)
+			slots = append(slots[:len(slots)-1], d.Slots...)
+			require.NoError(t, be.BlocksRelease(toks, min(len(toks)/bs, len(table))*bs, 0))
+		}
+		bst, err := be.BlocksStats()
+		require.NoError(t, err)
+		sst, _, err := se.SnapshotStats()
+		require.NoError(t, err)
+		require.NotZero(t, bst.EvictedBlocks, "%s: the pool never ran short", k.name)
+		require.NotZero(t, sst.Evictions)
+		require.Zero(t, bst.Referenced)
+		require.Equal(t, poolBlocks, len(free)+bst.Blocks, "%s: blocks lost", k.name)
+		final = append(final, []any{bst, sst})
+	}
+	for i := 1; i < len(final); i++ {
+		require.Equal(t, final[0], final[i], "engine %s differs from direct", engineKinds[i].name)
 	}
 }
