@@ -35,7 +35,8 @@ func sharedTrace(b *testing.B) []workload.Request {
 // cache (1,000,000 tokens, block 16) with the 7B hybrid's SSM snapshots at
 // three state-pool sizes, under lru (finish-leaf states, the seed's
 // order), lru with Marconi's branch-point admission (the ablation), and
-// marconi (admission, utility eviction, alpha tuned over 500 requests).
+// marconi (admission, utility eviction, alpha tuned over 500 requests),
+// and marconi with alpha fixed at 1.
 // It reports snapshot hits, the effective token hit rate and the prefill
 // FLOPs saved per replay; one iteration is a whole replay, so run it with
 // -benchtime 1x.
@@ -45,7 +46,8 @@ func BenchmarkMarconiSharedTrace(b *testing.B) {
 		for _, c := range []struct {
 			name, policy, admission string
 			alpha                   float64
-		}{{"lru", "lru", "leaf", 0}, {"lru+branch", "lru", "branch", 0}, {"marconi", "marconi", "branch", -1}} {
+		}{{"lru", "lru", "leaf", 0}, {"lru+branch", "lru", "branch", 0}, {"marconi", "marconi", "branch", -1},
+			{"marconi-alpha1", "marconi", "branch", 1}} {
 			b.Run(fmt.Sprintf("states=%d/policy=%s", states, c.name), func(b *testing.B) {
 				var st coresim.BlocksStats
 				for b.Loop() {
