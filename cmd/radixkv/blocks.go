@@ -82,8 +82,10 @@ func (s *settings) checkBlocks() error {
 }
 
 // replayBlocks runs the workload through the block-cache facade
-// (core/blockcache via coresim.RunBlocks) with block size --page-size and
-// a pool of --capacity tokens, and fills the report's common fields.
+// (core/blockcache via coresim.RunBlocks, behind --engine's block and
+// snapshot ops; marconi on the core cache directly) with block size
+// --page-size and a pool of --capacity tokens, and fills the report's
+// common fields.
 func replayBlocks(s *settings, l *loaded) (*report, error) {
 	if err := s.checkBlocks(); err != nil {
 		return nil, err
@@ -107,6 +109,23 @@ func replayBlocks(s *settings, l *loaded) (*report, error) {
 			cfg.Alpha = -1
 		}
 	}
+	engine, note := s.engine, ""
+	if cfg.Policy == "marconi" {
+		// A speculative match and a replay clone are not ABI ops.
+		engine, note = "direct", "marconi runs on core/blockcache in process; --engine does not apply"
+	} else {
+		eng, err := newEngine(s.engine, core.Config{PageSize: s.pageSize})
+		if err != nil {
+			return nil, err
+		}
+		defer eng.Close()
+		be, ok := eng.(coresim.BlockEngine)
+		if !ok {
+			return nil, fmt.Errorf("engine %s has no block cache", s.engine)
+		}
+		cfg.Engine = be
+		note = "core/blockcache behind the engine's block and snapshot ops"
+	}
 	start := time.Now()
 	st, err := coresim.RunBlocks(cfg, l.reqs)
 	elapsed := time.Since(start)
@@ -116,7 +135,7 @@ func replayBlocks(s *settings, l *loaded) (*report, error) {
 		}
 		return nil, err
 	}
-	rep := &report{Engine: "blocks", EngineNote: "core/blockcache in process; --engine does not apply", Workload: l.source}
+	rep := &report{Engine: engine, EngineNote: note, Workload: l.source}
 	rs := &rep.Settings
 	rs.Cache = "blocks"
 	rs.Components = s.components

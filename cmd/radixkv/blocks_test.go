@@ -62,6 +62,26 @@ func TestReplay_BlocksMarconi(t *testing.T) {
 	require.Equal(t, -1.0, num(t, fixed, "snapshots", "tuned_at"))
 }
 
+// Every engine gives the same block-cache report (the ABI path equals the
+// direct one), snapshots included.
+func TestReplay_BlocksEngines(t *testing.T) {
+	args := []string{"--cache", "blocks", "--components", "full,mamba", "--mamba-capacity", "16", "--host-capacity", "160",
+		"--requests", "200", "--capacity", "40000"}
+	var want map[string]any
+	for _, engine := range availableEngines(t) {
+		m := replayJSON(t, append(args, "--engine", engine)...)
+		require.Equal(t, engine, m["engine"])
+		got := map[string]any{"hits": m["hits"], "snapshots": m["snapshots"], "evictions": m["evictions"],
+			"cached": m["cached_tokens"], "canary": m["canary"]}
+		if want == nil {
+			want = got
+			continue
+		}
+		require.Equal(t, want, got, engine)
+	}
+	require.Greater(t, want["snapshots"].(map[string]any)["spills"].(float64), 0.0)
+}
+
 func TestReplay_BlocksErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

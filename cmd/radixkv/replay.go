@@ -27,7 +27,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&s.model, "model", "7b-hybrid", "hybrid model preset for FLOP accounting and marconi: 7b-hybrid (24 SSM / 4 attention / 28 MLP layers, d=4096, n=128)")
 	fs.Float64Var(&s.marconiAlpha, "marconi-alpha", -1, "marconi's alpha; -1 tunes it once by replaying --marconi-window requests from the first state eviction for each alpha in 0..2 step 0.1")
 	fs.IntVar(&s.marconiWindow, "marconi-window", 500, "requests marconi replays to tune alpha")
-	fs.StringVar(&s.cache, "cache", "tree", "cache structure: tree (the unified radix tree through --engine) or blocks (the block-cache facade of the second seed: block size --page-size, LRU, with mamba an SSM snapshot index)")
+	fs.StringVar(&s.cache, "cache", "tree", "cache structure: tree (the unified radix tree through --engine) or blocks (the block-cache facade of the second seed behind --engine: block size --page-size, LRU, with mamba an SSM snapshot index)")
 	if err := s.parse(fs, args); err != nil {
 		return err
 	}

@@ -54,6 +54,12 @@ type BlocksConfig struct {
 	// not negative, fixes alpha instead (no tuning); set it to -1 to tune.
 	TuneWindow int
 	Alpha      float64
+	// Engine, when set, is the block cache the replay drives (for example
+	// a host/native engine, through the ABI); it must be empty, with the
+	// block size of BlockSize. The marconi policy and branch admission
+	// need the core cache (a speculative match and a clone are not ABI
+	// ops), and SanityEvery checks only the core cache.
+	Engine BlockEngine
 }
 
 // BlocksStats summarises a block-cache replay.
@@ -97,9 +103,67 @@ type SnapshotStats struct {
 	TunedAt    int
 }
 
+// BlockEngine is what RunBlocks drives: a block cache with its snapshot
+// index. host/native's engines implement it (their BlocksEngine and
+// SnapshotEngine methods), so a replay can go through the ABI; without
+// one RunBlocks uses core/blockcache directly.
+type BlockEngine interface {
+	BlocksLookup(tokens []uint32, session, adapter uint64) (blockcache.Match, error)
+	BlocksInsert(tokens, table, disks []uint32, matched int, adapter uint64) (blockcache.Acquired, error)
+	BlocksRelease(tokens []uint32, matched int, adapter uint64) error
+	BlocksEvict(want int) (blockcache.Evicted, error)
+	BlocksStats() (blockcache.Stats, error)
+	SnapshotInsert(kind snapshot.Kind, tokens []uint32, adapter uint64, slot int32, session uint64) (snapshot.Displaced, error)
+	SnapshotEvict(toTier bool, minTokens int) (snapshot.TierEvict, bool, error)
+	SnapshotPromote(key, adapter uint64, slot int32, session uint64) error
+	SnapshotForget(key, adapter uint64) error
+	SnapshotStats() (snapshot.Stats, float64, error)
+}
+
+// coreBlocks is the BlockEngine of a core/blockcache cache.
+type coreBlocks struct{ c *blockcache.Cache }
+
+func (b coreBlocks) BlocksLookup(tokens []uint32, session, adapter uint64) (blockcache.Match, error) {
+	return b.c.Lookup(tokens, session, adapter)
+}
+func (b coreBlocks) BlocksInsert(tokens, table, disks []uint32, matched int, adapter uint64) (blockcache.Acquired, error) {
+	return b.c.Insert(tokens, table, disks, matched, adapter)
+}
+func (b coreBlocks) BlocksRelease(tokens []uint32, matched int, adapter uint64) error {
+	return b.c.ReleaseMatched(tokens, matched, adapter)
+}
+func (b coreBlocks) BlocksEvict(want int) (blockcache.Evicted, error) { return b.c.Evict(want), nil }
+func (b coreBlocks) BlocksStats() (blockcache.Stats, error)           { return b.c.Stats(), nil }
+func (b coreBlocks) SnapshotInsert(kind snapshot.Kind, tokens []uint32, adapter uint64, slot int32, session uint64) (snapshot.Displaced, error) {
+	switch kind {
+	case snapshot.Tail:
+		return b.c.InsertTailSnapshot(tokens, adapter, slot, session)
+	case snapshot.Sibling:
+		return b.c.InsertTailSiblingSnapshot(tokens, adapter, slot, session)
+	}
+	return b.c.InsertIntermediateSnapshot(tokens, adapter, slot, session)
+}
+func (b coreBlocks) SnapshotEvict(toTier bool, minTokens int) (snapshot.TierEvict, bool, error) {
+	if toTier {
+		return b.c.Snapshots().EvictToTier(minTokens)
+	}
+	slot, ok := b.c.Snapshots().EvictLRU()
+	return snapshot.TierEvict{Slot: slot}, ok, nil
+}
+func (b coreBlocks) SnapshotPromote(key, adapter uint64, slot int32, session uint64) error {
+	return b.c.Snapshots().Promote(key, adapter, slot, session)
+}
+func (b coreBlocks) SnapshotForget(key, adapter uint64) error {
+	return b.c.Snapshots().Forget(key, adapter)
+}
+func (b coreBlocks) SnapshotStats() (snapshot.Stats, float64, error) {
+	return b.c.Snapshots().Stats(), b.c.Snapshots().Alpha(), nil
+}
+
 type blockSim struct {
 	cfg      BlocksConfig
-	c        *blockcache.Cache
+	c        *blockcache.Cache // the core cache; nil when replaying through an Engine
+	be       BlockEngine       // what the replay calls: coreBlocks{c} or the Engine
 	free     []uint32
 	content  []uint64 // canary: chained hash of the prefix each block holds
 	adapters map[string]uint64
@@ -156,12 +220,19 @@ func RunBlocks(cfg BlocksConfig, reqs []workload.Request) (BlocksStats, error) {
 	if cfg.TuneWindow < 0 {
 		return BlocksStats{}, fmt.Errorf("coresim: TuneWindow %d is negative", cfg.TuneWindow)
 	}
-	c, err := blockcache.New(bcfg)
-	if err != nil {
-		return BlocksStats{}, fmt.Errorf("coresim: %w", err)
+	var c *blockcache.Cache
+	var be BlockEngine = cfg.Engine
+	if be == nil {
+		var err error
+		if c, err = blockcache.New(bcfg); err != nil {
+			return BlocksStats{}, fmt.Errorf("coresim: %w", err)
+		}
+		be = coreBlocks{c}
+	} else if cfg.Policy == "marconi" || cfg.Admission == "branch" {
+		return BlocksStats{}, fmt.Errorf("coresim: the marconi policy and branch admission need the core block cache, not an Engine")
 	}
 	n := cfg.Capacity / cfg.BlockSize
-	s := &blockSim{cfg: cfg, c: c, content: make([]uint64, n), adapters: map[string]uint64{}, blobs: map[uint64]blob{}, lost: map[uint64]uint64{}}
+	s := &blockSim{cfg: cfg, c: c, be: be, content: make([]uint64, n), adapters: map[string]uint64{}, blobs: map[uint64]blob{}, lost: map[uint64]uint64{}}
 	for b := n - 1; b >= 0; b-- {
 		s.free = append(s.free, uint32(b))
 	}
@@ -173,7 +244,7 @@ func RunBlocks(cfg BlocksConfig, reqs []workload.Request) (BlocksStats, error) {
 	var frozen *blockSim // the sim at the first state eviction, for tuning
 	t0 := -1
 	for k := range reqs {
-		if tune && t0 < 0 && s.c.Snapshots().Stats().Evictions > 0 {
+		if tune && t0 < 0 && s.c.Snapshots().Stats().Evictions > 0 { // tune implies the core cache
 			t0, frozen = k, s.clone()
 		}
 		if err := s.one(k, reqs); err != nil {
@@ -189,19 +260,23 @@ func RunBlocks(cfg BlocksConfig, reqs []workload.Request) (BlocksStats, error) {
 			}
 			s.ss.TunedAt, tune, frozen = k, false, nil
 		}
-		if cfg.SanityEvery > 0 && (k+1)%cfg.SanityEvery == 0 {
+		if c != nil && cfg.SanityEvery > 0 && (k+1)%cfg.SanityEvery == 0 {
 			if err := c.Check(); err != nil {
 				return s.finish(), fmt.Errorf("coresim: after request %d: %w", k, err)
 			}
 		}
 	}
 	st := s.finish()
-	if cfg.SanityEvery > 0 {
+	if c != nil && cfg.SanityEvery > 0 {
 		if err := c.Check(); err != nil {
 			return st, fmt.Errorf("coresim: at the end: %w", err)
 		}
 	}
-	if cs := c.Stats(); cs.Referenced != 0 || len(s.free)+cs.Blocks != n {
+	cs, err := be.BlocksStats()
+	if err != nil {
+		return st, fmt.Errorf("coresim: stats: %w", err)
+	}
+	if cs.Referenced != 0 || len(s.free)+cs.Blocks != n {
 		return st, fmt.Errorf("%w: %d free + %d cached blocks != %d, %d still referenced", ErrAccounting, len(s.free), cs.Blocks, n, cs.Referenced)
 	}
 	return st, nil
@@ -250,6 +325,7 @@ func tuneAlpha(frozen *blockSim, window []workload.Request, t0 int) (float64, er
 func (s *blockSim) clone() *blockSim {
 	d := *s
 	d.c = s.c.Clone()
+	d.be = coreBlocks{d.c}
 	d.free = slices.Clone(s.free)
 	d.content = slices.Clone(s.content)
 	d.adapters = maps.Clone(s.adapters)
@@ -266,14 +342,14 @@ func (s *blockSim) finish() BlocksStats {
 	if st.InputTokens > 0 {
 		st.HitRate = float64(st.MatchedTokens) / float64(st.InputTokens)
 	}
-	cs := s.c.Stats()
+	cs, _ := s.be.BlocksStats()
 	st.CachedBlocks, st.FreeBlocks = cs.Blocks, len(s.free)
 	if s.cfg.States > 0 {
 		ss := s.ss
-		is := cs.Snapshots
+		is, alpha, _ := s.be.SnapshotStats()
 		ss.Saves, ss.Evictions, ss.Spills, ss.Drops = int64(is.Saves), int64(is.Evictions), int64(is.Spills), int64(is.Drops)
 		ss.Resident, ss.Tiered = is.ResidentEntries, is.TieredEntries
-		ss.Alpha = s.c.Snapshots().Alpha()
+		ss.Alpha = alpha
 		if st.InputTokens > 0 {
 			ss.EffectiveHitRate = float64(ss.AnchorTokens) / float64(st.InputTokens)
 		}
@@ -302,10 +378,10 @@ func canary(h uint64, block []uint32) uint64 {
 }
 
 func (s *blockSim) request(k int, req *workload.Request, seq []uint32) error {
-	bs, c := s.cfg.BlockSize, s.c
+	bs, c, be := s.cfg.BlockSize, s.c, s.be
 	ad := s.adapter(req.Namespace)
 	prompt := seq[:len(req.Tokens)]
-	m, err := c.Lookup(prompt, 0, ad)
+	m, err := be.BlocksLookup(prompt, 0, ad)
 	if err != nil {
 		return fmt.Errorf("coresim: request %d: lookup: %w", k, err)
 	}
@@ -333,13 +409,16 @@ func (s *blockSim) request(k int, req *workload.Request, seq []uint32) error {
 	}
 	need := (len(seq)+bs-1)/bs - full
 	if short := need - len(s.free); short > 0 {
-		ev := c.Evict(short)
+		ev, err := be.BlocksEvict(short)
+		if err != nil {
+			return fmt.Errorf("coresim: request %d: evict: %w", k, err)
+		}
 		s.st.Evictions++
 		s.st.EvictedBlocks += int64(len(ev.Blocks))
 		s.free = append(s.free, ev.Blocks...)
 	}
 	if need > len(s.free) {
-		_ = c.ReleaseMatched(prompt, m.MatchedTokens, ad)
+		_ = be.BlocksRelease(prompt, m.MatchedTokens, ad)
 		return fmt.Errorf("%w: request %d needs %d fresh blocks but only %d are free after eviction (%d blocks of %d tokens)",
 			ErrCapacity, k, need, len(s.free), s.cfg.Capacity/bs, bs)
 	}
@@ -358,7 +437,7 @@ func (s *blockSim) request(k int, req *workload.Request, seq []uint32) error {
 		if err != nil {
 			return err
 		}
-		d, err := c.InsertIntermediateSnapshot(prompt[:branchAt], ad, slot, 0)
+		d, err := be.SnapshotInsert(snapshot.Plain, prompt[:branchAt], ad, slot, 0)
 		if err != nil {
 			return fmt.Errorf("coresim: request %d: branch checkpoint: %w", k, err)
 		}
@@ -367,22 +446,22 @@ func (s *blockSim) request(k int, req *workload.Request, seq []uint32) error {
 		s.dropBlobs(d.Blobs)
 		s.ss.Branches++
 	}
-	var a blockcache.Acquired
-	if s.cfg.States > 0 {
+	a, err := be.BlocksInsert(seq, table, nil, m.MatchedTokens, ad)
+	if err != nil {
+		return fmt.Errorf("coresim: request %d: insert: %w", k, err)
+	}
+	if s.cfg.States > 0 { // the finish-leaf state
 		slot, err := s.stateSlot(k)
 		if err != nil {
 			return err
 		}
-		var d snapshot.Displaced
-		d, a, err = c.InsertWithSnapshot(seq, table, nil, m.MatchedTokens, ad, slot, 0)
+		d, err := be.SnapshotInsert(snapshot.Plain, seq, ad, slot, 0)
 		if err != nil {
-			return fmt.Errorf("coresim: request %d: insert: %w", k, err)
+			return fmt.Errorf("coresim: request %d: snapshot: %w", k, err)
 		}
 		s.states = append(s.states, d.Slots...)
 		s.ss.Displaced += int64(len(d.Slots))
 		s.dropBlobs(d.Blobs)
-	} else if a, err = c.Insert(seq, table, nil, m.MatchedTokens, ad); err != nil {
-		return fmt.Errorf("coresim: request %d: insert: %w", k, err)
 	}
 	adopted := make(map[uint32]bool, len(a.Blocks))
 	for _, b := range a.Blocks {
@@ -396,7 +475,7 @@ func (s *blockSim) request(k int, req *workload.Request, seq []uint32) error {
 	s.st.Unused += int64(len(a.Unused))
 	s.free = append(s.free, a.Released...)
 	// The sequence finished: give back its references.
-	if err := c.ReleaseMatched(seq, min(len(seq)/bs, len(table))*bs, ad); err != nil {
+	if err := be.BlocksRelease(seq, min(len(seq)/bs, len(table))*bs, ad); err != nil {
 		return fmt.Errorf("coresim: request %d: release: %w", k, err)
 	}
 	s.st.Requests++
@@ -427,14 +506,14 @@ func (s *blockSim) resume(k int, m blockcache.Match) error {
 			s.ss.FaultMisses++
 			s.ss.Misses++
 			s.ss.RecomputeTokens += full
-			if err := s.c.Snapshots().Forget(sn.Key, s.lost[sn.Key]); err != nil {
+			if err := s.be.SnapshotForget(sn.Key, s.lost[sn.Key]); err != nil {
 				return fmt.Errorf("coresim: request %d: forget: %w", k, err)
 			}
 			delete(s.lost, sn.Key)
 			return nil
 		}
 		delete(s.blobs, sn.Key)
-		if err := s.c.Snapshots().Promote(sn.Key, b.adapter, slot, 0); err != nil {
+		if err := s.be.SnapshotPromote(sn.Key, b.adapter, slot, 0); err != nil {
 			return fmt.Errorf("coresim: request %d: promote: %w", k, err)
 		}
 		s.ss.FaultIns++
@@ -454,15 +533,14 @@ func (s *blockSim) stateSlot(k int) (int32, error) {
 		s.states = s.states[:n-1]
 		return slot, nil
 	}
-	idx := s.c.Snapshots()
 	if s.cfg.TierStates == 0 {
-		slot, ok := idx.EvictLRU()
-		if !ok {
-			return 0, fmt.Errorf("%w: request %d: no state slot free or evictable (%d states)", ErrCapacity, k, s.cfg.States)
+		ev, ok, err := s.be.SnapshotEvict(false, 0)
+		if err != nil || !ok {
+			return 0, fmt.Errorf("%w: request %d: no state slot free or evictable (%d states): %v", ErrCapacity, k, s.cfg.States, err)
 		}
-		return slot, nil
+		return ev.Slot, nil
 	}
-	ev, ok, err := idx.EvictToTier(0)
+	ev, ok, err := s.be.SnapshotEvict(true, 0)
 	if err != nil || !ok {
 		return 0, fmt.Errorf("%w: request %d: no state slot free or evictable (%d states): %v", ErrCapacity, k, s.cfg.States, err)
 	}
