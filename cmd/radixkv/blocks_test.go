@@ -117,7 +117,7 @@ func TestReplay_BlocksSharedTrace(t *testing.T) {
 	if path == "" || testing.Short() {
 		t.Skip("shared trace not present (or -short)")
 	}
-	b := replayJSON(t, "--cache", "blocks", "--trace", path, "--quiet")
+	b := replayJSON(t, "--cache", "blocks", "--engine", "direct", "--trace", path, "--quiet")
 	tr := replayJSON(t, "--engine", "direct", "--trace", path, "--quiet")
 	t.Logf("hit rate: blocks %.4f tree %.4f", num(t, b, "hit_rate"), num(t, tr, "hit_rate"))
 	require.InDelta(t, num(t, tr, "hit_rate"), num(t, b, "hit_rate"), 0.01)
