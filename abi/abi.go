@@ -230,6 +230,8 @@ type Request struct {
 	Backup    core.BackupCommit   // commit_backup
 	LoadBack  core.LoadBackCommit // commit_load_back
 	Ongoing   core.Ongoing        // sanity_check_ongoing
+	Snap      SnapshotRequest     // the snapshot index ops (0x0060-0x0067)
+	Blocks    BlocksRequest       // the block-cache ops (0x0068-0x006E)
 }
 
 // Stats is the body of a stats response.
@@ -285,6 +287,8 @@ type Response struct {
 	InsertHost core.InsertHostResult // insert_host
 	Storage    core.StorageSpec      // storage_spec
 	Hashed     uint32                // backfill_hashes
+	Snap       SnapshotResult        // the snapshot index ops (0x0060-0x0067)
+	Blocks     BlocksResult          // the block-cache ops (0x0068-0x006E)
 
 	// Actions are the host's work, in order; they travel on success and
 	// on error alike.

@@ -332,6 +332,8 @@ func script() []step {
 		{name: "destroy-hybrid", req: plain(abi.OpDestroy, 6)},
 	}
 	steps = append(steps, hostScript()...)
+	steps = append(steps, snapshotScript()...)
+	steps = append(steps, blocksScript()...)
 	return steps
 }
 

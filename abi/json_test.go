@@ -141,6 +141,8 @@ func requestJSON(q *abi.Request) map[string]any {
 		m["host"] = q.Host
 	case abi.OpDFSOrder:
 		m["ids"] = idsJSON(q.Nodes)
+	default:
+		snapRequestJSON(q, m)
 	}
 	return m
 }
@@ -330,6 +332,8 @@ func responseJSON(r *abi.Response) map[string]any {
 			}
 		}
 		m["events"] = evs
+	default:
+		snapResponseJSON(r, m)
 	}
 	return m
 }

@@ -101,6 +101,12 @@ func AppendRequest(dst []byte, q *Request) []byte {
 	case OpSanityCheckOngoing:
 		b = putOptIDs(b, q.Ongoing.WriteThrough, 0)
 		b = putOptIDs(b, q.Ongoing.LoadBack, 0)
+	default:
+		if q.Op.IsSnapshotOp() {
+			b = appendSnapshotRequest(b, q.Op, &q.Snap)
+		} else if q.Op.IsBlocksOp() {
+			b = appendBlocksRequest(b, q.Op, &q.Blocks)
+		}
 	}
 	return b
 }
@@ -270,6 +276,12 @@ func DecodeRequest(q *Request, b []byte) error {
 	case OpSanityCheckOngoing:
 		q.Ongoing.WriteThrough = r.optIDs("write_through")
 		q.Ongoing.LoadBack = r.optIDs("load_back")
+	default:
+		if q.Op.IsSnapshotOp() {
+			decodeSnapshotRequest(&r, q.Op, &q.Snap, toks)
+		} else if q.Op.IsBlocksOp() {
+			decodeBlocksRequest(&r, q.Op, &q.Blocks, toks)
+		}
 	}
 	r.end()
 	if r.err != nil {

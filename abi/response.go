@@ -108,6 +108,12 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		b = putStr(b, s.Mamba)
 	case OpBackfillHashes:
 		b = putU32(b, r.Hashed)
+	default:
+		if r.Op.IsSnapshotOp() {
+			b = appendSnapshotResult(b, r.Op, &r.Snap)
+		} else if r.Op.IsBlocksOp() {
+			b = appendBlocksResult(b, r.Op, &r.Blocks)
+		}
 	}
 	return putActions(b, r.Actions, t)
 }
@@ -369,6 +375,12 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 		s.Mamba = d.str("mamba")
 	case OpBackfillHashes:
 		r.Hashed = d.u32("hashed")
+	default:
+		if r.Op.IsSnapshotOp() {
+			decodeSnapshotResult(&d, r.Op, &r.Snap)
+		} else if r.Op.IsBlocksOp() {
+			decodeBlocksResult(&d, r.Op, &r.Blocks)
+		}
 	}
 	r.Actions = d.actions()
 	d.end()

@@ -38,6 +38,8 @@ import (
 
 	"github.com/radixkv/radixkv/abi"
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/core/blockcache"
+	ssm "github.com/radixkv/radixkv/core/snapshot"
 )
 
 // Impl is the implementation name the version op reports.
@@ -47,6 +49,14 @@ type instance struct {
 	tree     *core.Tree
 	tag      uint32
 	poisoned string
+	// snap is the instance's SSM snapshot index, made on first use;
+	// snapCfg is the configuration it (and a reset) starts from.
+	snap    *ssm.Index
+	snapCfg ssm.Config
+	// blocks is the instance's block-cache facade, made on first use (its
+	// lookups use snap); blocksCfg is what it starts from.
+	blocks    *blockcache.Cache
+	blocksCfg blockcache.Config
 }
 
 // Dispatcher owns core trees by handle and answers ABI requests. It is
@@ -174,6 +184,19 @@ var sentinels = []struct {
 	{core.ErrBusy, abi.CodeBusy},
 	{core.ErrBroken, abi.CodeBroken},
 	{core.ErrSanity, abi.CodeSanity},
+	{ssm.ErrInvalidConfig, abi.CodeInvalidConfig},
+	{ssm.ErrInvalidArgument, abi.CodeInvalidArgument},
+	{ssm.ErrSanity, abi.CodeSanity},
+	{ssm.ErrUnknownKey, abi.CodeUnknownKey},
+	{ssm.ErrUnknownSession, abi.CodeUnknownSession},
+	{ssm.ErrWrongAdapter, abi.CodeWrongAdapter},
+	{ssm.ErrResident, abi.CodeResident},
+	{ssm.ErrSlotInUse, abi.CodeSlotInUse},
+	{blockcache.ErrInvalidConfig, abi.CodeInvalidConfig},
+	{blockcache.ErrInvalidArgument, abi.CodeInvalidArgument},
+	{blockcache.ErrSanity, abi.CodeSanity},
+	{blockcache.ErrBlockInUse, abi.CodeBlockInUse},
+	{blockcache.ErrOverRelease, abi.CodeOverRelease},
 }
 
 // CodeOf maps an error returned by core to its wire code (internal for an
@@ -216,6 +239,7 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 	case abi.OpReset:
 		inst.tree.Reset()
 		inst.poisoned = ""
+		inst.snap, inst.blocks = nil, nil // the next snapshot or block op starts empty
 		r.Tag, r.Root = inst.tag, inst.tree.Root()
 		return nil
 	}
@@ -337,6 +361,12 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		untag(q.Ongoing.WriteThrough, tag)
 		untag(q.Ongoing.LoadBack, tag)
 		return t.SanityCheckOngoing(q.Ongoing)
+	}
+	if q.Op.IsSnapshotOp() {
+		return runSnapshot(inst, q, r)
+	}
+	if q.Op.IsBlocksOp() {
+		return runBlocks(inst, q, r)
 	}
 	if ok, err := d.runHost(t, tag, q, r); ok {
 		return err
@@ -467,6 +497,128 @@ func wantOf(w int64) (int, error) {
 func nodeErr(err error, wire core.NodeID) error {
 	if err != nil && errors.Is(err, core.ErrStaleNode) {
 		return fmt.Errorf("node 0x%016x: %w", uint64(wire), err)
+	}
+	return err
+}
+
+// runSnapshot runs the snapshot index ops on inst's index.
+func runSnapshot(inst *instance, q *abi.Request, r *abi.Response) error {
+	sq, res := &q.Snap, &r.Snap
+	if q.Op == abi.OpSnapshotConfigure {
+		cfg := sq.Config
+		if cfg.Marconi != nil {
+			m := *cfg.Marconi
+			cfg.Marconi = &m
+		}
+		x, err := ssm.New(cfg)
+		if err != nil {
+			return err
+		}
+		inst.snap, inst.snapCfg = x, cfg
+		if inst.blocks != nil {
+			inst.blocks.UseSnapshots(x)
+		}
+		return nil
+	}
+	x, err := inst.index()
+	if err != nil {
+		return err
+	}
+	switch q.Op {
+	case abi.OpSnapshotLookup:
+		res.Match, err = x.Lookup(sq.Tokens, int(sq.Matched), sq.Session, sq.Adapter)
+	case abi.OpSnapshotInsert:
+		switch sq.Kind {
+		case ssm.Tail:
+			res.Displaced, err = x.InsertTail(sq.Tokens, sq.Adapter, sq.Slot, sq.Session)
+		case ssm.Sibling:
+			res.Displaced, err = x.InsertSibling(sq.Tokens, sq.Adapter, sq.Slot, sq.Session)
+		default:
+			res.Displaced, err = x.Insert(sq.Tokens, sq.Adapter, sq.Slot, sq.Session)
+		}
+	case abi.OpSnapshotEvict:
+		if sq.ToTier {
+			res.Evict, res.Evicted, err = x.EvictToTier(int(sq.MinTokens))
+		} else {
+			var slot int32
+			slot, res.Evicted = x.EvictLRU()
+			res.Evict = ssm.TierEvict{Slot: slot}
+		}
+	case abi.OpSnapshotPromote:
+		err = x.Promote(sq.Key, sq.Adapter, sq.Slot, sq.Session)
+	case abi.OpSnapshotForget:
+		err = x.Forget(sq.Key, sq.Adapter)
+	case abi.OpSnapshotEndSession:
+		res.Displaced, err = x.EndSession(sq.Session)
+	case abi.OpSnapshotStats:
+		res.Stats, res.Alpha = x.Stats(), x.Alpha()
+	}
+	return err
+}
+
+// index returns inst's snapshot index, making it on first use.
+func (inst *instance) index() (*ssm.Index, error) {
+	if inst.snap == nil {
+		x, err := ssm.New(inst.snapCfg)
+		if err != nil { // unreachable: the configuration was accepted before
+			return nil, err
+		}
+		inst.snap = x
+	}
+	return inst.snap, nil
+}
+
+// runBlocks runs the block-cache ops on inst's block cache.
+func runBlocks(inst *instance, q *abi.Request, r *abi.Response) error {
+	bq, res := &q.Blocks, &r.Blocks
+	x, err := inst.index()
+	if err != nil {
+		return err
+	}
+	if q.Op == abi.OpBlocksConfigure {
+		cfg := blockcache.Config{BlockSize: int(bq.BlockSize), SubBlockTail: bq.SubBlockTail}
+		c, err := blockcache.New(cfg)
+		if err != nil {
+			return err
+		}
+		c.UseSnapshots(x)
+		inst.blocks, inst.blocksCfg = c, cfg
+		return nil
+	}
+	if inst.blocks == nil {
+		cfg := inst.blocksCfg
+		if cfg.BlockSize == 0 {
+			cfg.BlockSize = inst.tree.PageSize()
+		}
+		c, err := blockcache.New(cfg)
+		if err != nil { // unreachable: page sizes are positive
+			return err
+		}
+		c.UseSnapshots(x)
+		inst.blocks = c
+	}
+	c := inst.blocks
+	switch q.Op {
+	case abi.OpBlocksLookup:
+		res.Match, err = c.Lookup(bq.Tokens, bq.Session, bq.Adapter)
+	case abi.OpBlocksPeek:
+		res.Match.MatchedTokens = c.Peek(bq.Tokens, bq.Adapter)
+	case abi.OpBlocksInsert:
+		res.Acquired, err = c.Insert(bq.Tokens, bq.Table, bq.Disks, int(bq.Matched), bq.Adapter)
+	case abi.OpBlocksRelease:
+		if bq.Matched == -1 {
+			err = c.Release(bq.Tokens, bq.Adapter)
+		} else {
+			err = c.ReleaseMatched(bq.Tokens, int(bq.Matched), bq.Adapter)
+		}
+	case abi.OpBlocksEvict:
+		if bq.Want < 0 {
+			return fmt.Errorf("%w: evict want %d is negative", blockcache.ErrInvalidArgument, bq.Want)
+		}
+		res.Evicted = c.Evict(int(bq.Want))
+	case abi.OpBlocksStats:
+		res.Stats = c.Stats()
+		res.Stats.Snapshots = ssm.Stats{}
 	}
 	return err
 }

@@ -28,7 +28,16 @@ export const OPS = Object.freeze({
   // Storage keys and the external cache linker.
   storage_spec: 0x50, backfill_hashes: 0x51, linker_chain: 0x52,
   mark_linker_pending: 0x53, finish_linker_offload: 0x54, mark_linker_stored_path: 0x55,
+  // The SSM snapshot index beside each instance's tree.
+  snapshot_configure: 0x60, snapshot_lookup: 0x61, snapshot_insert: 0x62, snapshot_evict: 0x63,
+  snapshot_promote: 0x64, snapshot_forget: 0x65, snapshot_end_session: 0x66, snapshot_stats: 0x67,
+  // The block-cache facade beside each instance's tree.
+  blocks_configure: 0x68, blocks_lookup: 0x69, blocks_peek: 0x6a, blocks_insert: 0x6b,
+  blocks_release: 0x6c, blocks_evict: 0x6d, blocks_stats: 0x6e,
 });
+
+export const SNAPSHOT_KINDS = Object.freeze({ plain: 0, tail: 1, sibling: 2 });
+export const TIER_OUTCOMES = Object.freeze({ removed: 0, spill: 1, drop: 2 });
 
 export const COMPONENTS = Object.freeze({ full: 0, swa: 1, mamba: 2 });
 
@@ -38,6 +47,8 @@ export const CODES = Object.freeze({
   invalid_config: 16, unknown_policy: 17, invalid_argument: 18, stale_node: 19, receipt: 20,
   insert_in_flight: 21, no_insert: 22, eviction_in_flight: 23, no_eviction: 24, busy: 25,
   broken: 26, sanity: 27,
+  unknown_key: 28, unknown_session: 29, wrong_adapter: 30, resident: 31, slot_in_use: 32,
+  block_in_use: 33, over_release: 34,
 });
 
 export const EVENTS = Object.freeze({ block_stored: 1, block_removed: 2, all_blocks_cleared: 3 });
@@ -85,6 +96,7 @@ class Writer {
     this.n += 4 * a.length;
   }
   u64s(a = []) { this.u32(a.length); for (const v of a) this.u64(v); }
+  f64(v) { this.room(8); this.view().setFloat64(this.n, v ?? 0, true); this.n += 8; }
   // An optional array: a bool (present), then the array (empty when absent).
   optI32s(a) { this.bool(a != null); this.i32s(a ?? []); }
   optU64s(a) { this.bool(a != null); this.u64s(a ?? []); }
@@ -107,6 +119,7 @@ class Reader {
   i32(w) { this.need(4, w); const v = this.dv.getInt32(this.o, true); this.o += 4; return v; }
   u64(w) { this.need(8, w); const v = this.dv.getBigUint64(this.o, true); this.o += 8; return v.toString(); }
   i64(w) { this.need(8, w); const v = this.dv.getBigInt64(this.o, true); this.o += 8; return v.toString(); }
+  f64(w) { this.need(8, w); const v = this.dv.getFloat64(this.o, true); this.o += 8; return v; }
   count(w, size) {
     const n = this.u32(w);
     if (n * size > this.b.length - this.o) throw new DecodeError(`${w}: ${n} elements do not fit`);
@@ -192,8 +205,40 @@ export function encodeRequest(q) {
     case OPS.finish_linker_offload: w.u64s(q.nodes); w.i64(q.offload_id); w.bool(q.ok); break;
     case OPS.mark_linker_stored_path: w.u64(q.from); w.u64(q.until ?? 0); break;
     case OPS.sanity_check_ongoing: w.optU64s(q.write_through); w.optU64s(q.load_back); break;
+    case OPS.snapshot_configure: {
+      const c = q.config ?? {};
+      w.f64(c.alpha); w.i32(c.lease_ttl ?? 0); w.bool(c.no_lease); w.bool(c.global_lru); w.bool(c.marconi);
+      for (const k of ['ssm_layers', 'attn_layers', 'mlp_layers', 'd', 'n']) w.i32(c[k] ?? 0);
+      w.f64(c.marconi_alpha);
+      break;
+    }
+    case OPS.snapshot_lookup: w.u32s(q.tokens); w.i32(q.matched ?? 0); w.u64(q.session ?? 0); w.u64(q.adapter ?? 0); break;
+    case OPS.snapshot_insert:
+      w.u8(q.kind ?? 0); w.u32s(q.tokens); w.u64(q.adapter ?? 0); w.i32(q.slot); w.u64(q.session ?? 0); break;
+    case OPS.snapshot_evict: w.bool(q.to_tier); w.i32(q.min_tokens ?? 0); break;
+    case OPS.snapshot_promote: w.u64(q.key); w.u64(q.adapter ?? 0); w.i32(q.slot); w.u64(q.session ?? 0); break;
+    case OPS.snapshot_forget: w.u64(q.key); w.u64(q.adapter ?? 0); break;
+    case OPS.snapshot_end_session: w.u64(q.session); break;
+    case OPS.blocks_configure: w.u32(q.block_size ?? 0); w.bool(q.sub_block_tail); break;
+    case OPS.blocks_lookup: w.u32s(q.tokens); w.u64(q.session ?? 0); w.u64(q.adapter ?? 0); break;
+    case OPS.blocks_peek: w.u32s(q.tokens); w.u64(q.adapter ?? 0); break;
+    case OPS.blocks_insert:
+      w.u32s(q.tokens); w.u32s(q.table); w.u32s(q.disks); w.i32(q.matched ?? 0); w.u64(q.adapter ?? 0); break;
+    case OPS.blocks_release: w.u32s(q.tokens); w.i32(q.matched ?? -1); w.u64(q.adapter ?? 0); break;
+    case OPS.blocks_evict: w.i32(q.want ?? 0); break;
   }
   return w.bytes();
+}
+
+const SNAPSHOT_COUNTERS = ['saves', 'overwrites', 'swept', 'lookups', 'hits', 'tier_hits', 'anchor_tokens',
+  'recompute_on_hit', 'recompute_on_miss', 'evictions', 'spills', 'drops', 'fault_ins', 'reaps'];
+const SNAPSHOT_SIZES = ['entries', 'resident', 'tiered', 'leased'];
+const BLOCKS_COUNTERS = ['lookups', 'hits', 'misses', 'sub_block_hits', 'lookup_tokens', 'matched_tokens', 'inserts', 'evicted_blocks'];
+const BLOCKS_SIZES = ['nodes', 'partial_blocks', 'blocks', 'runs', 'referenced', 'adapters'];
+
+function getSnapshotMatch(r) {
+  return { found: r.bool('found'), tiered: r.bool('tiered'), slot: r.i32('slot'), key: r.u64('key'),
+    tokens: r.i32('tokens'), kind: r.u8('kind') };
 }
 
 function getInsertResult(r) {
@@ -302,6 +347,37 @@ export function decodeResponse(bytes) {
       m.storage = { node: r.u64('node'), prefix_keys: r.strs('prefix_keys'), full: r.strs('full'), swa: r.strs('swa'), mamba: r.str('mamba') };
       break;
     case OPS.backfill_hashes: m.hashed = r.u32('hashed'); break;
+    case OPS.snapshot_lookup: m.match = getSnapshotMatch(r); break;
+    case OPS.blocks_lookup:
+      m.blocks = r.u32s('blocks'); m.disk_ids = r.u32s('disk_ids'); m.matched_tokens = r.i32('matched_tokens');
+      m.match = getSnapshotMatch(r); break;
+    case OPS.blocks_peek: m.matched_tokens = r.i32('matched_tokens'); break;
+    case OPS.blocks_insert:
+      m.acquired = { blocks: r.u32s('blocks'), disk_ids: r.u32s('disk_ids'), released: r.u32s('released'),
+        released_disk_ids: r.u32s('released_disk_ids'), unused: r.u32s('unused') };
+      break;
+    case OPS.blocks_evict: m.blocks = r.u32s('blocks'); m.disk_ids = r.u32s('disk_ids'); break;
+    case OPS.blocks_stats: {
+      const st = {};
+      for (const k of BLOCKS_COUNTERS) st[k] = r.u64(k);
+      for (const k of BLOCKS_SIZES) st[k] = r.u32(k);
+      m.stats = st;
+      break;
+    }
+    case OPS.snapshot_insert: case OPS.snapshot_end_session:
+      m.displaced = { slots: r.i32s('slots'), blobs: r.u64s('blobs') }; break;
+    case OPS.snapshot_evict:
+      m.evicted = r.bool('evicted');
+      m.evict = { outcome: r.u8('outcome'), slot: r.i32('slot'), key: r.u64('key'), adapter: r.u64('adapter'), tokens: r.i32('tokens') };
+      break;
+    case OPS.snapshot_stats: {
+      const st = {};
+      for (const k of SNAPSHOT_COUNTERS) st[k] = r.u64(k);
+      for (const k of SNAPSHOT_SIZES) st[k] = r.u32(k);
+      st.alpha = r.f64('alpha');
+      m.stats = st;
+      break;
+    }
   }
   m.actions = getActions(r);
   r.end();

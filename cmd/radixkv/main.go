@@ -19,6 +19,17 @@
 // workload is the built-in generator (--seed, --requests), a Mooncake-format
 // JSONL trace (--trace FILE) or a command log written by record (--log FILE).
 //
+// --cache blocks runs the workload through the block-cache facade
+// (core/blockcache) instead of the tree: blocks of --page-size tokens in a
+// pool of --capacity tokens, LRU, the same report fields. With mamba in
+// --components it also keeps SSM snapshots in core/snapshot's index (a
+// state pool of --mamba-capacity states; with --host-capacity a spill tier
+// of --host-capacity / --page-size + 2 states) and reports snapshot hits,
+// recompute, spills and fault-ins. It runs behind --engine's block and
+// snapshot ops (the ABI for wasm and inprocess), except --mamba-policy
+// marconi, which needs the core cache in process. --policy other than
+// lru, swa and command logs do not apply to it.
+//
 // The device pool holds --capacity tokens (default 200000 for the built-in
 // workload, so that it evicts, and 1000000 for traces).
 //

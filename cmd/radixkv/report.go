@@ -26,6 +26,7 @@ type report struct {
 	EngineNote string `json:"engine_note,omitempty"`
 	Workload   string `json:"workload"`
 	Settings   struct {
+		Cache        string `json:"cache,omitempty"` // "blocks" with --cache blocks
 		Components   string `json:"components"`
 		PageSize     int    `json:"page_size"`
 		Capacity     int    `json:"capacity"`
@@ -69,9 +70,10 @@ type report struct {
 		Written int64 `json:"written"`
 		Moved   int64 `json:"moved"`
 	} `json:"bytes"`
-	CachedTokens int           `json:"cached_tokens"`
-	Hybrid       *hybridReport `json:"hybrid,omitempty"`
-	HostTier     *hostReport   `json:"host_tier,omitempty"`
+	CachedTokens int             `json:"cached_tokens"`
+	Hybrid       *hybridReport   `json:"hybrid,omitempty"`
+	Snapshots    *snapshotReport `json:"snapshots,omitempty"`
+	HostTier     *hostReport     `json:"host_tier,omitempty"`
 
 	Canary struct {
 		Enabled    bool   `json:"enabled"`
@@ -172,7 +174,14 @@ func (r *report) writeText(w io.Writer) error {
 	p("radixkv replay")
 	p("  engine\t%s", engine)
 	p("  workload\t%s", r.Workload)
-	p("  cache\t%s, page %d, device %s tokens, host %s tokens, policy %s, write policy %s", s.Components, s.PageSize, count(s.Capacity), count(s.HostCapacity), s.Policy, s.WritePolicy)
+	if s.Cache == "blocks" {
+		p("  cache\tblocks (facade), %s, block %d, device %s tokens, policy %s", s.Components, s.PageSize, count(s.Capacity), s.Policy)
+		if s.MambaCapacity > 0 {
+			p("  snapshots\tstate pool %s states, tier %s states", count(s.MambaCapacity), count(s.HostMambaCapacity))
+		}
+	} else {
+		p("  cache\t%s, page %d, device %s tokens, host %s tokens, policy %s, write policy %s", s.Components, s.PageSize, count(s.Capacity), count(s.HostCapacity), s.Policy, s.WritePolicy)
+	}
 	if s.SWAWindow > 0 {
 		p("  swa\twindow %s tokens, SWA pool %s tokens", count(s.SWAWindow), count(s.SWACapacity))
 	}
@@ -183,7 +192,7 @@ func (r *report) writeText(w io.Writer) error {
 		}
 		p("  mamba\tchunk %d tokens, state pool %s states, %s", s.MambaChunk, count(s.MambaCapacity), caps)
 	}
-	if s.HostSWACapacity > 0 || s.HostMambaCapacity > 0 {
+	if s.Cache == "" && (s.HostSWACapacity > 0 || s.HostMambaCapacity > 0) {
 		var pools []string
 		if s.HostSWACapacity > 0 {
 			pools = append(pools, fmt.Sprintf("SWA %s tokens", count(s.HostSWACapacity)))
@@ -210,11 +219,15 @@ func (r *report) writeText(w io.Writer) error {
 	if ht := r.HostTier; ht != nil {
 		p("  host\t%s\t(%s tokens loaded back from host memory in %s load-backs)", pct(h.HostRate), count(h.HostTokens), count(ht.LoadBacks))
 	} else {
-		p("  host\t%s\t(%s)", pct(h.HostRate), hostOffNote)
+		p("  host\t%s\t(%s)", pct(h.HostRate), h.HostNote)
 	}
 	p("prefill tokens saved\t%s\t(computed %s)", count(r.PrefillTokensSaved), count(r.ComputedTokens))
-	p("evictions\t%s nodes\t(%s tokens, %s evict calls)", count(r.Evictions.Nodes), count(r.Evictions.Tokens), count(r.Evictions.Calls))
-	p("cached at end\t%s\t(tokens held by the tree)", count(r.CachedTokens))
+	unit, holder := "nodes", "tree"
+	if s.Cache == "blocks" {
+		unit, holder = "blocks", "block cache"
+	}
+	p("evictions\t%s %s\t(%s tokens, %s evict calls)", count(r.Evictions.Nodes), unit, count(r.Evictions.Tokens), count(r.Evictions.Calls))
+	p("cached at end\t%s\t(tokens held by the %s)", count(r.CachedTokens), holder)
 	if hy := r.Hybrid; hy != nil {
 		if s.SWAWindow > 0 {
 			p("swa\t%s cached\t(%s slots left request windows, %s evicted, %s early lock releases)", count(hy.CachedSWATokens), count(hy.SWAWindowFreed), count(hy.SWAEvicted), count(hy.SWAEarlyReleases))
@@ -222,6 +235,17 @@ func (r *report) writeText(w io.Writer) error {
 		if s.MambaChunk > 0 {
 			p("mamba\t%s states cached\t(%s forked, %s donated, %s evicted)", count(hy.CachedMambaStates), count(hy.MambaForks), count(hy.MambaDonated), count(hy.MambaEvicted))
 		}
+	}
+	if sn := r.Snapshots; sn != nil {
+		p("ssm snapshots	%s hits	(%s from the tier, %s misses; effective hit rate %s)", count(sn.Hits), count(sn.TierHits), count(sn.Misses), pct(sn.EffectiveHitRate))
+		p("  recompute	%s tokens	(KV-matched tokens past the state's anchor; %s tokens resumed from states)", count(sn.RecomputeTokens), count(sn.AnchorTokens))
+		p("  state pool	%s evictions	(%s spilled, %s dropped, %s faulted back in, %s lost by the tier; %s resident, %s tiered at end)",
+			count(sn.Evictions), count(sn.Spills), count(sn.Drops), count(sn.FaultIns), count(sn.FaultMisses), count(sn.Resident), count(sn.Tiered))
+		tuned := "fixed"
+		if sn.TunedAt >= 0 {
+			tuned = fmt.Sprintf("tuned after request %d", sn.TunedAt)
+		}
+		p("  policy\t%s\t(model %s; %.3e prefill FLOPs saved; %s branch checkpoints; alpha %.1f, %s)", sn.Policy, sn.Model, sn.FLOPsSaved, count(sn.Branches), sn.Alpha, tuned)
 	}
 	c := &r.Canary
 	if ht := r.HostTier; ht != nil {
@@ -243,7 +267,9 @@ func (r *report) writeText(w io.Writer) error {
 	default:
 		p("bytes moved\t%s\t(slot bytes copied between device and host pools)", count(r.Bytes.Moved))
 	}
-	if c.Enabled {
+	if s.Cache == "blocks" {
+		p("canary\t%s\t(%s matched blocks checked against the prefix they must hold)", c.Verdict, count(c.Checked))
+	} else if c.Enabled {
 		p("canary\t%s\t(%s slots verified, %d mismatches)", c.Verdict, count(c.Checked), c.Mismatches)
 	} else {
 		p("canary\t%s\t(--canary=false)", c.Verdict)
@@ -252,8 +278,10 @@ func (r *report) writeText(w io.Writer) error {
 	t := &r.Throughput
 	p("time\t%.3fs", t.Seconds)
 	p("throughput\t%s ops/s, %s tokens/s\t(%s controller calls)", count(int64(t.OpsPerSec)), count(int64(t.TokensPerSec)), count(t.Ops))
-	p("")
-	p("latency\tcount\tp50\tp90\tp99\tmax")
+	if len(r.Latency) > 0 {
+		p("")
+		p("latency\tcount\tp50\tp90\tp99\tmax")
+	}
 	for _, op := range latencyOps {
 		l, ok := r.Latency[op]
 		if !ok {

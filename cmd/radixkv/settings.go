@@ -23,15 +23,21 @@ const (
 
 // settings are the flags shared by replay, record and sweep.
 type settings struct {
-	engine       string
-	components   string
-	pageSize     int
-	capacity     int // 0: the default for the workload's source
-	hostCapacity int
-	policy       string
-	writePolicy  string
-	canary       bool
-	outputTokens bool
+	cache string // replay only: tree or blocks
+	// --cache blocks with mamba: the snapshot policy.
+	mambaPolicy   string
+	model         string
+	marconiAlpha  float64
+	marconiWindow int
+	engine        string
+	components    string
+	pageSize      int
+	capacity      int // 0: the default for the workload's source
+	hostCapacity  int
+	policy        string
+	writePolicy   string
+	canary        bool
+	outputTokens  bool
 
 	// Hybrid models (--components with swa and/or mamba).
 	swaWindow     int

@@ -176,6 +176,18 @@
 // With the canary off the controller writes no records; backups and
 // load-backs still copy whatever the slots hold.
 //
+// # The second seed: block cache and SSM snapshots
+//
+// Every engine also implements [SnapshotEngine] (the instance's SSM
+// snapshot index, core/snapshot, through ABI ops 0x0060-0x0067) and
+// [BlocksEngine] (a block-granular prefix cache beside the tree,
+// core/blockcache, ops 0x0068-0x006E, whose lookups use that index); a
+// type assertion reaches them, and the three engines answer identically.
+// [Controller.Snapshots] and [Controller.Blocks] run a function with them
+// under the controller's mutex, serialised with the request lifecycle.
+// [BlockCache] is the block cache on its own, without a tree, behind a
+// mutex: safe for concurrent use, each call atomic.
+//
 // # Locking rules
 //
 //   - Engines and pools are not safe for concurrent use; they are plain

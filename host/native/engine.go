@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/core/blockcache"
+	"github.com/radixkv/radixkv/core/snapshot"
 )
 
 // Engine is the typed API over one cache instance. It mirrors core.Tree's
@@ -138,6 +140,13 @@ type directEngine struct {
 	cfg    core.Config
 	t      *core.Tree
 	closed bool
+	// snap is the instance's SSM snapshot index (made on first use, from
+	// snapCfg), as the ABI guest keeps one per instance.
+	snap    *snapshot.Index
+	snapCfg snapshot.Config
+	// blocks is the block-cache facade (made on first use from blocksCfg).
+	blocks    *blockcache.Cache
+	blocksCfg blockcache.Config
 }
 
 // NewDirectEngine returns the reference Engine: a core.Tree called
@@ -433,6 +442,7 @@ func (e *directEngine) Reset() error {
 		return errEngineClosed
 	}
 	e.t.Reset()
+	e.snap, e.blocks = nil, nil // as the guest does: the next snapshot or block op starts empty
 	return nil
 }
 

@@ -36,7 +36,7 @@ type RemoteError struct {
 // Error returns the guest's message. For an error of the tree it is the
 // message core itself gives (node ids in the engine's form).
 func (e *RemoteError) Error() string {
-	if codeSentinel(e.Code) != nil {
+	if sentinelOf(e.Op, e.Code) != nil {
 		return e.Message
 	}
 	return "native: guest " + e.Op.String() + ": " + e.Code.String() + ": " + e.Message
@@ -44,7 +44,7 @@ func (e *RemoteError) Error() string {
 
 // Unwrap returns the core sentinel of the code, or ErrGuest.
 func (e *RemoteError) Unwrap() error {
-	if s := codeSentinel(e.Code); s != nil {
+	if s := sentinelOf(e.Op, e.Code); s != nil {
 		return s
 	}
 	return ErrGuest

@@ -33,6 +33,17 @@
 // workload.Request.Namespace) are cached under a [core.Namespace] whose
 // CacheSalt is the tenant, so tenants never share prefixes.
 //
+// # The block-cache replay
+//
+// [RunBlocks] replays the same requests through core/blockcache, the
+// second seed's block-table API: look up (referencing the matched
+// blocks), take fresh blocks for the rest of the sequence from a pool of
+// Capacity/BlockSize blocks (evicting when short), write a per-block
+// canary, insert, and release the sequence's references. With
+// BlocksConfig.States it also keeps SSM snapshots in the cache's index (a
+// state pool, an optional spill tier) under the lru or marconi policy,
+// reporting snapshot hits, recompute and FLOPs saved ([SnapshotStats]).
+//
 // The loop reuses its buffers (match result, slot list, actions), so that
 // profiles of Run show the tree's own costs rather than the simulator's.
 package coresim

@@ -1,0 +1,5 @@
+//go:build !race
+
+package blockcache
+
+const raceEnabled = false

@@ -1,0 +1,69 @@
+package coresim_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/radixkv/radixkv/internal/coresim"
+	"github.com/radixkv/radixkv/workload"
+)
+
+var sharedTracePaths = []string{
+	"../../../shared/traces/mooncake_synthetic_trace.jsonl",
+	"../../shared/traces/mooncake_synthetic_trace.jsonl",
+}
+
+func sharedTrace(b *testing.B) []workload.Request {
+	for _, p := range sharedTracePaths {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		defer f.Close()
+		reqs, err := workload.ReadMooncake(f, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return reqs
+	}
+	b.Skip("shared trace not present")
+	return nil
+}
+
+// BenchmarkMarconiSharedTrace replays the shared trace through the block
+// cache (1,000,000 tokens, block 16) with the 7B hybrid's SSM snapshots at
+// three state-pool sizes, under lru (finish-leaf states, the seed's
+// order), lru with Marconi's branch-point admission (the ablation), and
+// marconi (admission, utility eviction, alpha tuned over 500 requests),
+// and marconi with alpha fixed at 1.
+// It reports snapshot hits, the effective token hit rate and the prefill
+// FLOPs saved per replay; one iteration is a whole replay, so run it with
+// -benchtime 1x.
+func BenchmarkMarconiSharedTrace(b *testing.B) {
+	reqs := sharedTrace(b)
+	for _, states := range []int{10, 40, 160} {
+		for _, c := range []struct {
+			name, policy, admission string
+			alpha                   float64
+		}{{"lru", "lru", "leaf", 0}, {"lru+branch", "lru", "branch", 0}, {"marconi", "marconi", "branch", -1},
+			{"marconi-alpha1", "marconi", "branch", 1}} {
+			b.Run(fmt.Sprintf("states=%d/policy=%s", states, c.name), func(b *testing.B) {
+				var st coresim.BlocksStats
+				for b.Loop() {
+					var err error
+					st, err = coresim.RunBlocks(coresim.BlocksConfig{Capacity: 1_000_000, BlockSize: 16, States: states,
+						Policy: c.policy, Admission: c.admission, Alpha: c.alpha}, reqs)
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				s := st.Snapshots
+				b.ReportMetric(float64(s.Hits), "hits")
+				b.ReportMetric(s.EffectiveHitRate, "eff_hit_rate")
+				b.ReportMetric(s.FLOPsSaved, "flops_saved")
+				b.ReportMetric(s.Alpha, "alpha")
+			})
+		}
+	}
+}
