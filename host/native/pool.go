@@ -15,6 +15,22 @@ import (
 // A Pool is not safe for concurrent use; the Controller serialises every
 // call under its mutex. Implementations outside this package (CUDA device
 // pools, pinned host pools) satisfy the same interface.
+//
+// What may fail, and what the controller does about it (it survives
+// every such failure with its accounting whole, so Audit keeps passing):
+//   - Alloc may fail at any time (exhausted, a device out of memory); it
+//     must then allocate nothing. The controller's call fails and changes
+//     nothing (a backup is not made, a load-back is skipped).
+//   - Free must be all-or-nothing. When it fails the controller keeps the
+//     slots as its own, counted by Audit as being freed, and retries the
+//     Free on later calls (Controller.Poll runs them at once).
+//   - Write, Read and Copy may fail (I/O). A canary record that cannot be
+//     written fails the call that filled the slot; a poison record that
+//     cannot be written does not stop the slot's Free; a Read that fails
+//     while the canary is checked is reported as that I/O error, never as
+//     a canary mismatch.
+//   - Copies between pools go through a Transport (see transfer.go),
+//     which may fail or complete late; see its duties there.
 type Pool interface {
 	// Alloc appends n fresh slots to dst and returns the extended slice.
 	// It takes all n or none: ErrPoolExhausted when fewer are free.
