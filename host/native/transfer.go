@@ -155,9 +155,10 @@ type Completion interface {
 //     while Start or Wait run).
 //
 // The controller's side: between Start and the Completion reporting done
-// it never frees, reallocates, reads or writes any slot the batch names,
-// and the tree cannot evict them (sources stay locked, destinations are
-// not in the tree yet). It commits what a batch copied to the tree only
+// it never frees or writes any slot the batch names and never reads a
+// destination (a source may be read: it does not change), and the tree
+// cannot evict them (sources stay locked, destinations are not in the
+// tree yet). It commits what a batch copied to the tree only
 // after the batch completed without error; a failed batch is rolled back
 // (no backup recorded, the load-back abandoned, destination slots
 // returned to their pools).
