@@ -126,6 +126,9 @@ func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error
 	if c.closed {
 		return nil, fmt.Errorf("%w: controller", ErrClosed)
 	}
+	if err := c.poll(); err != nil {
+		return nil, err
+	}
 	r := &Request{c: c, ns: ns, tokens: append(c.spareTokenBuf(len(tokens)), tokens...), mstate: -1}
 	m, err := c.eng.Match(c.spareSlotBuf(len(tokens)), ns, tokens)
 	if err != nil {
@@ -145,8 +148,8 @@ func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error
 	if c.cfg.Canary {
 		r.hash = canarySeed(ns)
 		if c.cfg.VerifyMatches {
-			var bad int
-			if r.hash, bad, err = c.verifyChain(ns, r.hash, r.tokens, r.slots, c.hy.matchWindow(m.DeviceLen)); bad > 0 {
+			if r.hash, _, err = c.verifyChain(ns, r.hash, r.tokens, r.slots, c.hy.matchWindow(m.DeviceLen)); err != nil {
+				c.recycle(r.tokens, nil)
 				if r.hostHit > 0 {
 					err = fmt.Errorf("%w (the last %d tokens of the prefix were loaded back from the host)", err, r.hostHit)
 				}
@@ -202,6 +205,9 @@ func (c *Controller) Prefill(r *Request, n int) error {
 	if err := c.usable(r); err != nil {
 		return err
 	}
+	if err := c.poll(); err != nil {
+		return err
+	}
 	if n < 0 || n > r.Pending() {
 		return fmt.Errorf("%w: prefill of %d tokens, %d pending", ErrInvalidArgument, n, r.Pending())
 	}
@@ -215,6 +221,9 @@ func (c *Controller) Extend(r *Request, tokens ...uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(r); err != nil {
+		return err
+	}
+	if err := c.poll(); err != nil {
 		return err
 	}
 	r.tokens = append(r.tokens, tokens...)
@@ -240,15 +249,36 @@ func (c *Controller) computeLocked(r *Request, n int) error {
 	c.hy.ownedSWA += c.hy.swaN(n)
 	c.stats.ComputedTokens += uint64(n)
 	if c.cfg.Canary {
-		return c.writeComputed(r, start)
+		hash, ckLen, ckHash := r.hash, r.ckLen, r.ckHash
+		if err := c.writeComputed(r, start); err != nil {
+			// A record that could not be written: the tokens were not
+			// computed after all. Undo, so that nothing unwritten is ever
+			// cached (a later Finish caches only what was written).
+			r.hash, r.ckLen, r.ckHash = hash, ckLen, ckHash
+			ferr := c.freeKV(r.slots[start:], true)
+			r.slots = r.slots[:start]
+			c.owned -= n
+			c.hy.ownedSWA -= c.hy.swaN(n)
+			c.stats.ComputedTokens -= uint64(n)
+			return errors.Join(err, ferr)
+		}
 	}
 	return nil
 }
 
+// insertOutcome says how far a failed insert got.
+type insertOutcome uint8
+
+const (
+	insertUntouched insertOutcome = iota // the tree and the pools did not change
+	insertDone                           // the insert completed; only some of its actions failed
+	insertBroken                         // the insert stopped part-way: ownership is unknown
+)
+
 // insertLocked inserts tokens[:upto] of r with PrevPrefixLen = r's
-// protected prefix, executing every step's actions. clean reports a
-// failure that left the tree and the pools untouched.
-func (c *Controller) insertLocked(r *Request, upto int, chunked bool, mslot int32) (res core.InsertResult, clean bool, err error) {
+// protected prefix, executing every step's actions. On error, out says
+// how far it got; res is valid when out is insertDone.
+func (c *Controller) insertLocked(r *Request, upto int, chunked bool, mslot int32) (res core.InsertResult, out insertOutcome, err error) {
 	p := core.InsertParams{
 		Namespace: r.ns,
 		Tokens:    r.tokens[:upto],
@@ -266,22 +296,24 @@ func (c *Controller) insertLocked(r *Request, upto int, chunked bool, mslot int3
 	step, err := c.eng.BeginInsert(p)
 	if err != nil {
 		if len(step.Actions) == 0 {
-			return res, true, err
+			return res, insertUntouched, err
 		}
-		return res, false, errors.Join(err, c.execute(step.Actions))
+		return res, insertBroken, errors.Join(err, c.execute(step.Actions))
 	}
 	for {
-		if err := c.execute(step.Actions); err != nil {
-			rest, _ := c.eng.EndInsert()
-			return res, false, errors.Join(err, c.execute(rest))
-		}
+		aerr := c.execute(step.Actions)
 		if step.Done {
-			return step.Result, true, nil
+			// The tree holds the insert whatever its actions did.
+			return step.Result, insertDone, aerr
+		}
+		if aerr != nil {
+			rest, _ := c.eng.EndInsert()
+			return res, insertBroken, errors.Join(aerr, c.execute(rest))
 		}
 		if step, err = c.eng.ResumeInsert(); err != nil {
 			err = errors.Join(err, c.execute(step.Actions))
 			rest, _ := c.eng.EndInsert()
-			return res, false, errors.Join(err, c.execute(rest))
+			return res, insertBroken, errors.Join(err, c.execute(rest))
 		}
 	}
 }
@@ -331,6 +363,9 @@ func (c *Controller) Finish(r *Request) error {
 	if err := c.usable(r); err != nil {
 		return err
 	}
+	if err := c.poll(); err != nil {
+		return err
+	}
 	computed := len(r.slots)
 	if err := c.cacheMambaBranch(r); err != nil {
 		return err
@@ -345,18 +380,18 @@ func (c *Controller) Finish(r *Request) error {
 			return err
 		}
 	}
-	res, clean, err := c.insertLocked(r, upto, false, mslot)
-	if err != nil {
-		if clean {
-			if moved {
-				_ = c.putState(mslot, r.hash, computed) // back to the running state
-			}
-			return err
+	res, out, err := c.insertLocked(r, upto, false, mslot)
+	switch {
+	case err != nil && out == insertUntouched:
+		if moved {
+			_ = c.putState(mslot, r.hash, computed) // back to the running state
 		}
+		return err
+	case err != nil && out == insertBroken:
 		return errors.Join(err, c.abandonLocked(r))
 	}
 	if mslot >= 0 {
-		err = c.settleDonation(mslot, res)
+		err = errors.Join(err, c.settleDonation(mslot, res))
 		r.mstate = -1
 	}
 	// The tree owns [0, protected) even where the insert stopped short.
@@ -383,6 +418,9 @@ func (c *Controller) FinishChunk(r *Request, upto int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(r); err != nil {
+		return err
+	}
+	if err := c.poll(); err != nil {
 		return err
 	}
 	if upto < 0 || upto > len(r.slots) {
@@ -413,19 +451,22 @@ func (c *Controller) finishChunkLocked(r *Request, upto int) error {
 			return err
 		}
 	}
-	res, clean, err := c.insertLocked(r, upto, true, mslot)
-	if err != nil {
-		if clean {
-			if mslot >= 0 {
-				err = errors.Join(err, c.dropState(mslot))
-			}
-			return err
+	res, out, err := c.insertLocked(r, upto, true, mslot)
+	switch {
+	case err != nil && out == insertUntouched:
+		if mslot >= 0 {
+			err = errors.Join(err, c.dropState(mslot))
 		}
+		return err
+	case err != nil && out == insertBroken:
 		return errors.Join(err, c.abandonLocked(r))
 	}
+	// A completed insert whose actions partly failed goes on: the tree
+	// holds the chunk, and the error is returned at the end.
+	ierr := err
 	if mslot >= 0 {
 		if err := c.settleDonation(mslot, res); err != nil {
-			return errors.Join(err, c.abandonLocked(r))
+			return errors.Join(ierr, err, c.abandonLocked(r))
 		}
 	}
 	a := res.TotalLen
@@ -458,14 +499,14 @@ func (c *Controller) finishChunkLocked(r *Request, upto int) error {
 	c.stats.ChunkFinishes++
 	if c.cfg.VerifyMatches {
 		h, bad, err := c.verifyChain(r.ns, canarySeed(r.ns), r.tokens, r.slots[:a], c.hy.matchWindow(a))
-		if bad > 0 {
-			return err
+		if bad > 0 || err != nil {
+			return errors.Join(ierr, err)
 		}
 		if c.hy.mamba != nil && m.MambaSlot >= 0 {
-			return c.verifyState(m.MambaSlot, h, a)
+			return errors.Join(ierr, c.verifyState(m.MambaSlot, h, a))
 		}
 	}
-	return nil
+	return ierr
 }
 
 // Abort ends r without caching it: its own slots go back to the pool and
@@ -477,7 +518,9 @@ func (c *Controller) Abort(r *Request) error {
 	if err := c.usable(r); err != nil {
 		return err
 	}
-	err := c.freeOwned(r, r.protected, len(r.slots))
+	// Abort always ends r, whatever the poll reports.
+	perr := c.poll()
+	err := errors.Join(perr, c.freeOwned(r, r.protected, len(r.slots)))
 	if r.mstate >= 0 {
 		err = errors.Join(err, c.dropState(r.mstate))
 		r.mstate = -1
