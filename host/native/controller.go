@@ -65,6 +65,7 @@ type Stats struct {
 
 	// Transfers and pool faults (see Transport and the Pool contract).
 	Transfers       uint64 // batches started through the transport
+	TransfersQueued uint64 // backup batches still in flight when the call that started them returned
 	BackupsFailed   uint64 // backups rolled back: the host Alloc, the transport or the copy failed
 	BackupsStale    uint64 // backups rolled back because the tree changed while the copy was in flight
 	LoadBacksFailed uint64 // load-backs abandoned: the device Alloc, the transport or the copy failed

@@ -137,9 +137,20 @@ func (c *Controller) finishJob(j *backupJob) error {
 	j.rest = nil
 	c.xfer.recycle(j)
 	if err == nil && ok && len(rest) > 0 {
-		err = c.backupChain(rest)
+		// Only the finished node was locked: the rest of the chain may
+		// have been evicted or demoted meanwhile, which ends the chain.
+		if err = c.backupChain(rest); isGone(err) {
+			c.stats.BackupsStale++
+			err = nil
+		}
 	}
 	return err
+}
+
+// isGone reports an engine error that says a node went away or lost its
+// device data: a chain resumed after its node's copy completed meets it.
+func isGone(err error) bool {
+	return err != nil && (errors.Is(err, core.ErrStaleNode) || errors.Is(err, core.ErrInvalidArgument))
 }
 
 // jobFor returns the backup in flight over node id, or nil.
@@ -186,6 +197,7 @@ func (c *Controller) backupChain(chain []core.NodeID) error {
 		j.rest = append(j.rest[:0], chain[k+1:]...)
 		if !j.done.Done() {
 			c.xfer.jobs = append(c.xfer.jobs, j)
+			c.stats.TransfersQueued++
 			return nil
 		}
 		j.rest = j.rest[:0]
