@@ -189,11 +189,7 @@ func (c *Controller) freeSlots(p Pool, slots []int32) error {
 	}
 	if c.cfg.Canary && p.SlotBytes() >= CanaryBytes {
 		if mem, ok := rawMem(p); ok {
-			for _, s := range slots {
-				if uint(s) < uint(p.Capacity()) {
-					clear(mem.slot(s))
-				}
-			}
+			mem.poison(slots, p.Capacity())
 		} else {
 			for _, s := range slots {
 				if err := p.Write(s, c.zero[:]); err != nil {

@@ -42,15 +42,13 @@ func canarySeed(ns core.Namespace) uint64 {
 	return h
 }
 
-// canaryStep folds one token into the chain (a 64-bit finaliser mix).
+// canaryStep folds one token into the chain: an xor, an odd multiply and
+// an xor-shift, each a bijection, so for a given chain value distinct
+// tokens always step to distinct values. The chain is serial (one step
+// per token), so the step is kept short: it is the canary's main cost.
 func canaryStep(h uint64, tok uint32) uint64 {
-	h ^= uint64(tok) + 0x9e3779b97f4a7c15 + h<<6 + h>>2
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
+	h = (h ^ uint64(tok)) * 0x9e3779b97f4a7c15
+	return h ^ h>>29
 }
 
 // putCanary encodes the record for position pos with chain digest h.
@@ -351,4 +349,26 @@ func rawMem(p Pool) (slotMem, bool) {
 		return slotMem{}, false
 	}
 	return slotMem{sp.mem, sp.slotBytes}, true
+}
+
+// poison zeroes the records of slots (those in range), a run of
+// consecutive slots at a time when the records are the whole slot.
+func (m slotMem) poison(slots []int32, capacity int) {
+	for k := 0; k < len(slots); {
+		s := slots[k]
+		e := k + 1
+		if m.sz == CanaryBytes {
+			for e < len(slots) && slots[e] == slots[e-1]+1 {
+				e++
+			}
+		}
+		if uint(s) < uint(capacity) && int(s)+(e-k) <= capacity {
+			if e-k > 1 {
+				clear(m.mem[int(s)*m.sz : (int(s)+e-k)*m.sz])
+			} else {
+				clear(m.slot(s))
+			}
+		}
+		k = e
+	}
 }
