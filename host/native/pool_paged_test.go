@@ -171,3 +171,25 @@ func TestController_PagedPool(t *testing.T) {
 	require.Empty(t, kv.free)
 	require.NoError(t, c.Audit())
 }
+
+// TestController_ArriveReusing: a done request's struct serves the next
+// arrival; a running one, or another controller's, is refused.
+func TestController_ArriveReusing(t *testing.T) {
+	c, _ := newCtl(t, 160, core.Config{PageSize: 16}, canaryOn)
+	other, _ := newCtl(t, 160, core.Config{PageSize: 16}, canaryOn)
+	r, err := c.Arrive(core.Namespace{}, seq(0, 40))
+	require.NoError(t, err)
+	_, err = c.ArriveReusing(r, core.Namespace{}, seq(0, 40))
+	require.ErrorIs(t, err, ErrInvalidArgument, "still running")
+	require.NoError(t, c.Prefill(r, r.Pending()))
+	require.NoError(t, c.Finish(r))
+	_, err = other.ArriveReusing(r, core.Namespace{}, seq(0, 40))
+	require.ErrorIs(t, err, ErrInvalidArgument, "another controller's")
+	r2, err := c.ArriveReusing(r, core.Namespace{}, seq(0, 40))
+	require.NoError(t, err)
+	require.Same(t, r, r2)
+	require.False(t, r2.Done())
+	require.Equal(t, 32, r2.CachedLen())
+	require.NoError(t, c.Abort(r2))
+	require.NoError(t, c.Audit())
+}

@@ -124,15 +124,33 @@ func (c *Controller) usable(r *Request) error {
 // host memory is loaded back to the device first (Request.HostHitLen).
 // Errors: ErrClosed, ErrCanaryMismatch (VerifyMatches), engine errors.
 func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error) {
+	return c.ArriveReusing(nil, ns, tokens)
+}
+
+// ArriveReusing is Arrive that recycles old, a request of this controller
+// that is done (finished or aborted), for the new request instead of
+// allocating one: a serving loop that keeps one Request per slot of its
+// batch allocates nothing per request. old must no longer be used under
+// its former identity; nil is Arrive.
+// Errors: those of Arrive, ErrInvalidArgument (old is not a done request
+// of this controller).
+func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uint32) (*Request, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, fmt.Errorf("%w: controller", ErrClosed)
 	}
+	if old != nil && (old.c != c || !old.done) {
+		return nil, fmt.Errorf("%w: only a finished or aborted request of this controller can be reused", ErrInvalidArgument)
+	}
 	if err := c.poll(); err != nil {
 		return nil, err
 	}
-	r := &Request{c: c, ns: ns, tokens: append(c.spareTokenBuf(len(tokens)), tokens...), mstate: -1}
+	r := old
+	if r == nil {
+		r = &Request{}
+	}
+	*r = Request{c: c, ns: ns, tokens: append(c.spareTokenBuf(len(tokens)), tokens...), mstate: -1}
 	m, err := c.eng.Match(c.spareSlotBuf(len(tokens)), ns, tokens)
 	if err != nil {
 		c.recycle(r.tokens, nil)
