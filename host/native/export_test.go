@@ -12,6 +12,9 @@ import (
 // can import host/native/pooltest: that package imports native, so the
 // internal tests cannot.
 
+// RaceEnabled reports a build with the race detector (tests shorten).
+const RaceEnabled = raceEnabled
+
 // TestSet is a component set of the controller tests.
 type TestSet struct {
 	Name string

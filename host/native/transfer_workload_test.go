@@ -32,8 +32,8 @@ var transportModes = []struct {
 // canary stays clean throughout.
 func TestController_TransferWorkload(t *testing.T) {
 	steps := 250
-	if testing.Short() {
-		steps = 80
+	if testing.Short() || native.RaceEnabled {
+		steps = 60
 	}
 	type tier struct {
 		name string
@@ -71,7 +71,7 @@ func TestController_TransferWorkload(t *testing.T) {
 							})
 							require.Zero(t, c.InFlight())
 							st, xs := c.Stats(), x.Stats()
-							if tr.host != nil && !testing.Short() {
+							if tr.host != nil && steps == 250 {
 								require.NotZero(t, st.Backups, "%+v", st)
 								require.NotZero(t, xs.Completed)
 								if tr.wp == core.WriteThrough {
