@@ -31,7 +31,11 @@ type Request struct {
 	// spare slots follow slots in its backing array: the unused rest of
 	// the last page a paged pool gave it (0 with slot pools).
 	spare int
-	done  bool
+	// load is the load-back in flight of a loading request (nil when
+	// none); firstLen is the device hit of the match that started it.
+	load     *loadJob
+	firstLen int
+	done     bool
 
 	// SWA: the request holds SWA slots for its own positions from
 	// max(swaEvicted, protected) on; those before swaEvicted left its
@@ -78,6 +82,11 @@ func (r *Request) Computed() int { return len(r.slots) }
 // Pending is the number of known tokens not computed yet.
 func (r *Request) Pending() int { return len(r.tokens) - len(r.slots) }
 
+// Loading reports whether the request's load-back from the host is still
+// in flight: its Slots and CachedLen are not known yet, and its next call
+// (or Controller.Await) waits for the copy.
+func (r *Request) Loading() bool { return r.load != nil }
+
 // Done reports whether the request was finished or aborted.
 func (r *Request) Done() bool { return r.done }
 
@@ -114,6 +123,10 @@ func (c *Controller) usable(r *Request) error {
 	}
 	if r.done {
 		return ErrRequestDone
+	}
+	if r.load != nil {
+		// Its load-back is in flight: wait for it and finish arriving.
+		return c.awaitLoad(r)
 	}
 	return nil
 }
@@ -157,28 +170,72 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 		return nil, err
 	}
 	if err := c.execute(m.Actions); err != nil {
+		c.recycle(r.tokens, m.Indices)
 		return nil, err
 	}
+	hostHit := 0
 	if c.ht != nil && m.Best != m.LastDevice {
 		// A host hit: load it back and match again.
-		if m, r.hostHit, err = c.hostHit(ns, tokens, m); err != nil {
+		j, loaded, err := c.startLoadBack(m.Best)
+		if err != nil {
+			c.recycle(r.tokens, m.Indices)
 			return nil, err
 		}
+		if j != nil {
+			// Still in flight: the request waits for it on its next call
+			// (Await), matching again then.
+			r.load, r.firstLen = j, m.DeviceLen
+			c.recycle(nil, m.Indices)
+			c.live++
+			c.stats.Requests++
+			c.stats.InputTokens += uint64(len(tokens))
+			return r, nil
+		}
+		if loaded {
+			first := m.DeviceLen
+			if m, err = c.eng.Match(m.Indices[:0], ns, tokens); err == nil {
+				err = c.execute(m.Actions)
+			}
+			if err != nil {
+				c.recycle(r.tokens, m.Indices)
+				return nil, err
+			}
+			hostHit = max(m.DeviceLen-first, 0)
+			c.stats.HostHitTokens += uint64(hostHit)
+		}
 	}
+	if err := c.arriveMatched(r, m, hostHit); err != nil {
+		c.recycle(r.tokens, r.slots)
+		r.tokens, r.slots = nil, nil
+		return nil, err
+	}
+	c.live++
+	c.stats.Requests++
+	c.stats.InputTokens += uint64(len(tokens))
+	return r, nil
+}
+
+// arriveMatched completes an arrival on its final match m (hostHit of
+// whose tokens a load-back brought): the request takes the matched
+// slots, verifies them (VerifyMatches), locks the match and forks its
+// Mamba state. On error nothing is locked.
+func (c *Controller) arriveMatched(r *Request, m core.MatchResult, hostHit int) error {
+	ns := r.ns
+	r.hostHit = hostHit
 	r.slots = m.Indices
+	var err error
 	if c.cfg.Canary {
 		r.hash = canarySeed(ns)
 		if c.cfg.VerifyMatches {
 			if r.hash, _, err = c.verifyChain(ns, r.hash, r.tokens, r.slots, c.hy.matchWindow(m.DeviceLen)); err != nil {
-				c.recycle(r.tokens, nil)
 				if r.hostHit > 0 {
 					err = fmt.Errorf("%w (the last %d tokens of the prefix were loaded back from the host)", err, r.hostHit)
 				}
-				return nil, err
+				return err
 			}
 			if c.hy.mamba != nil && m.MambaSlot >= 0 {
 				if err := c.verifyState(m.MambaSlot, r.hash, m.DeviceLen); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		} else {
@@ -189,7 +246,7 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 	}
 	rc, err := c.eng.Lock(m.LastDevice, 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.last, r.rcpt = m.LastDevice, rc
 	r.protected, r.cached = m.DeviceLen, m.DeviceLen
@@ -202,16 +259,11 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 	if c.hy.mamba != nil {
 		// The lock protects the state to fork while the pool makes room.
 		if err := c.forkState(r, m.MambaSlot); err != nil {
-			err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, false))
-			c.recycle(r.tokens, r.slots)
-			return nil, err
+			return errors.Join(err, c.eng.Unlock(r.last, r.rcpt, false))
 		}
 	}
-	c.live++
-	c.stats.Requests++
-	c.stats.InputTokens += uint64(len(tokens))
 	c.stats.MatchedTokens += uint64(m.DeviceLen - r.hostHit)
-	return r, nil
+	return nil
 }
 
 // Prefill gives fresh slots to the next n uncomputed tokens of r (n =
@@ -550,6 +602,19 @@ func (c *Controller) finishChunkLocked(r *Request, upto int) error {
 func (c *Controller) Abort(r *Request) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if r != nil && r.c == c && !r.done && r.load != nil && !c.closed {
+		// In the middle of its load-back: roll that back, nothing else
+		// is the request's yet.
+		j := r.load
+		r.load = nil
+		err := c.abandonLoad(j)
+		c.live--
+		r.done = true
+		c.recycle(r.tokens, nil)
+		r.tokens = nil
+		c.stats.Aborted++
+		return err
+	}
 	if err := c.usable(r); err != nil {
 		return err
 	}
