@@ -94,10 +94,15 @@
 // [Controller.InFlight] counts them. A batch that fails, or a commit the
 // tree refuses because it changed meanwhile, is rolled back: the host
 // slots go back (poisoned), the lock is released, the tree never hears
-// of the backup. Load-backs, write-back demotions and Mamba forks wait
-// for their batch inside the call that needs the data (an arrival whose
-// load-back is in flight waits for it); a failed load-back is abandoned
-// before CommitLoadBack and the arrival recomputes.
+// of the backup. A load-back is committed (CommitLoadBack, FinishLoadBack)
+// once its batch completed too; a failed one is abandoned before the tree
+// hears of it and the arrival recomputes. By default Arrive waits for the
+// load-back's batch; with ControllerConfig.AsyncLoadBack it may return a
+// request that is still loading (Request.Loading), holding host and
+// device locks on the anchor and the device slots being written: its next
+// call, or [Controller.Await], waits for the copy and finishes arriving,
+// and [Controller.Abort] waits for it and rolls it back. Write-back
+// demotions and Mamba forks wait for their batch inside the call.
 //
 // # Request lifecycle
 //
