@@ -154,6 +154,8 @@ type slotPool struct {
 	free      []int32  // free slots outside free pages; the top is handed out next
 	pages     []int32  // free whole pages (page numbers); the top is handed out next
 	used      []uint64 // allocation bitmap
+	pgBuf     []int32  // freePaged scratch: the pages found
+	looseBuf  []int32  // freePaged scratch: the other slots
 	mem       []byte
 	closed    bool
 	unmap     func([]byte) error
@@ -422,13 +424,17 @@ func (p *slotPool) Free(slots []int32) error {
 
 // freePaged is Free of a paged pool: runs that are one whole page go back
 // to the page list (a few bitmap words each), other slots to the slot
-// list. All or nothing, like Free.
+// list. All or nothing, like Free; one pass over slots.
 func (p *slotPool) freePaged(slots []int32) error {
 	used, capacity := p.used, uint32(p.capacity)
-	undo := func(k int) {
+	pages, loose := p.pgBuf[:0], p.looseBuf[:0]
+	fail := func(k int, s int32) error {
+		err := p.check(s)
 		for _, u := range slots[:k] {
 			p.setUsed(u)
 		}
+		p.pgBuf, p.looseBuf = pages[:0], loose[:0]
+		return err
 	}
 	for k := 0; k < len(slots); {
 		if pg := p.pageAt(slots, k); pg >= 0 {
@@ -437,35 +443,27 @@ func (p *slotPool) freePaged(slots []int32) error {
 				// A slot of the page is free: find it for the error.
 				for i := k; i < k+p.page; i++ {
 					if !p.isUsed(slots[i]) {
-						err := p.check(slots[i])
-						undo(i)
-						return err
+						return fail(i, slots[i])
 					}
 					p.clearUsed(slots[i])
 				}
 			}
 			p.clearRange(base, p.page)
+			pages = append(pages, pg)
 			k += p.page
 			continue
 		}
 		s := slots[k]
 		if uint32(s) >= capacity || used[s>>6]&(1<<(uint(s)&63)) == 0 {
-			err := p.check(s)
-			undo(k)
-			return err
+			return fail(k, s)
 		}
 		used[s>>6] &^= 1 << (uint(s) & 63)
+		loose = append(loose, s)
 		k++
 	}
-	for k := 0; k < len(slots); {
-		if pg := p.pageAt(slots, k); pg >= 0 {
-			p.pages = append(p.pages, pg)
-			k += p.page
-			continue
-		}
-		p.free = append(p.free, slots[k])
-		k++
-	}
+	p.pages = append(p.pages, pages...)
+	p.free = append(p.free, loose...)
+	p.pgBuf, p.looseBuf = pages[:0], loose[:0]
 	return nil
 }
 
