@@ -372,3 +372,21 @@ func (m slotMem) poison(slots []int32, capacity int) {
 		k = e
 	}
 }
+
+// localPaged returns the storage of p when it is one of this package's
+// open paged pools (page > 1).
+func localPaged(p Pool) *slotPool {
+	var sp *slotPool
+	switch q := p.(type) {
+	case *MemPool:
+		sp = &q.slotPool
+	case *MmapPool:
+		sp = &q.slotPool
+	default:
+		return nil
+	}
+	if sp.closed || sp.page == 1 || sp.slotBytes < CanaryBytes {
+		return nil
+	}
+	return sp
+}

@@ -147,18 +147,19 @@ func (s *PoolSet) Close() error {
 // split by a single-slot Alloc sit on the slot list (loose), handed out
 // first, and return there when freed (pages are not re-formed).
 type slotPool struct {
-	name      string
-	capacity  int
-	slotBytes int
-	page      int      // slots per page (1: not paged)
-	free      []int32  // free slots outside free pages; the top is handed out next
-	pages     []int32  // free whole pages (page numbers); the top is handed out next
-	used      []uint64 // allocation bitmap
-	pgBuf     []int32  // freePaged scratch: the pages found
-	looseBuf  []int32  // freePaged scratch: the other slots
-	mem       []byte
-	closed    bool
-	unmap     func([]byte) error
+	name       string
+	capacity   int
+	slotBytes  int
+	page       int      // slots per page (1: not paged)
+	free       []int32  // free slots outside free pages; the top is handed out next
+	pages      []int32  // free whole pages (page numbers); the top is handed out next
+	used       []uint64 // allocation bitmap
+	zeroOnFree bool     // freePaged zeroes the canary record of every slot it frees
+	pgBuf      []int32  // freePaged scratch: the pages found
+	looseBuf   []int32  // freePaged scratch: the other slots
+	mem        []byte
+	closed     bool
+	unmap      func([]byte) error
 }
 
 func newSlotPool(name string, capacity, slotBytes, page int) (*slotPool, error) {
@@ -449,6 +450,9 @@ func (p *slotPool) freePaged(slots []int32) error {
 				}
 			}
 			p.clearRange(base, p.page)
+			if p.zeroOnFree {
+				p.zeroRecords(base, p.page)
+			}
 			pages = append(pages, pg)
 			k += p.page
 			continue
@@ -458,6 +462,9 @@ func (p *slotPool) freePaged(slots []int32) error {
 			return fail(k, s)
 		}
 		used[s>>6] &^= 1 << (uint(s) & 63)
+		if p.zeroOnFree {
+			p.zeroRecords(s, 1)
+		}
 		loose = append(loose, s)
 		k++
 	}
@@ -465,6 +472,21 @@ func (p *slotPool) freePaged(slots []int32) error {
 	p.free = append(p.free, loose...)
 	p.pgBuf, p.looseBuf = pages[:0], loose[:0]
 	return nil
+}
+
+// zeroRecords zeroes the canary records of slots [lo, lo+n) (the whole
+// slots when a record is all a slot holds). A Free that then fails on a
+// later slot has still poisoned these: they were being given up.
+func (p *slotPool) zeroRecords(lo int32, n int) {
+	sz := p.slotBytes
+	off := int(lo) * sz
+	if sz == CanaryBytes {
+		clear(p.mem[off : off+n*sz])
+		return
+	}
+	for i := range n {
+		clear(p.mem[off+i*sz : off+i*sz+CanaryBytes])
+	}
 }
 
 func (p *slotPool) span(s int32) []byte {

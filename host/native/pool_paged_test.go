@@ -154,8 +154,12 @@ func TestController_PagedPool(t *testing.T) {
 	require.NoError(t, c.Extend(r, 1, 2, 3))
 	require.Equal(t, 7, kv.AvailablePages(), "decoding fills the last page")
 	require.NoError(t, c.Audit())
+	tail := r.Slots()[32]
 	require.NoError(t, c.Finish(r))
 	require.Equal(t, 8, kv.AvailablePages(), "the tail's page went back whole")
+	for s := tail; s < tail+16; s++ {
+		require.Equal(t, make([]byte, CanaryBytes), kv.mem[int(s)*CanaryBytes:int(s+1)*CanaryBytes], "slot %d poisoned as freed", s)
+	}
 	require.Equal(t, 128, kv.Available())
 	require.Empty(t, kv.free, "no page was split")
 	require.NoError(t, c.Audit())
