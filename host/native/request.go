@@ -191,15 +191,22 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 			c.stats.InputTokens += uint64(len(tokens))
 			return r, nil
 		}
+		// Match again even when nothing was loaded: making room for the
+		// load-back may have evicted part of the first match (the lock
+		// on Best keeps its Full path, not the SWA window of the shorter
+		// device match) before the load-back was skipped or its copy
+		// failed. Found by internal/simulate (seed 5, failing transfers,
+		// full,swa, write-through): the stale match's window named Full
+		// slots whose SWA side had been evicted, a canary mismatch.
+		first := m.DeviceLen
+		if m, err = c.eng.Match(m.Indices[:0], ns, tokens); err == nil {
+			err = c.execute(m.Actions)
+		}
+		if err != nil {
+			c.recycle(r.tokens, m.Indices)
+			return nil, err
+		}
 		if loaded {
-			first := m.DeviceLen
-			if m, err = c.eng.Match(m.Indices[:0], ns, tokens); err == nil {
-				err = c.execute(m.Actions)
-			}
-			if err != nil {
-				c.recycle(r.tokens, m.Indices)
-				return nil, err
-			}
 			hostHit = max(m.DeviceLen-first, 0)
 			c.stats.HostHitTokens += uint64(hostHit)
 		}
