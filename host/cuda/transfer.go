@@ -1,0 +1,54 @@
+package cuda
+
+import "time"
+
+// CopyMode chooses how whole scattered pages move.
+type CopyMode uint8
+
+const (
+	// CopyMemcpy issues one cuMemcpyAsync per run of contiguous whole
+	// pages and one cuMemcpy2DAsync per partial run.
+	CopyMemcpy CopyMode = iota
+	// CopyKernel gathers or scatters the whole pages of a segment that are
+	// not contiguous with one launch of the page copy kernel (CopyPagesPTX)
+	// reading or writing pinned host memory through its device mapping;
+	// partial runs still use cuMemcpy2DAsync.
+	CopyKernel
+)
+
+// String names the mode as the flags spell it.
+func (m CopyMode) String() string {
+	if m == CopyKernel {
+		return "kernel"
+	}
+	return "memcpy"
+}
+
+// PoolsConfig sizes a Pools set. Zero sizes leave a pool out.
+type PoolsConfig struct {
+	Geometry Geometry
+	// Device pools, in slots: KV and SWA tokens (whole pages), Mamba states.
+	Tokens, SWATokens, States int
+	// Pinned host pools of the host tier.
+	HostTokens, HostSWATokens, HostStates int
+	// Mode chooses memcpy or the kernel for scattered whole pages.
+	Mode CopyMode
+	// Timing records CUDA timing events around every batch, so Stats has
+	// the time the copies took on the device (TransferStats.DeviceTime).
+	Timing bool
+}
+
+// TransferStats counts the traffic of a Pools set.
+type TransferStats struct {
+	Batches, Failed               uint64 // batches started; batches that failed
+	Copies, Kernels               uint64 // driver copy calls and kernel launches issued
+	BytesD2H, BytesH2D, BytesD2D  uint64 // bytes moved by completed batches
+	DeviceTime                    time.Duration
+	Wall                          time.Duration // Start to observed completion, summed
+	InFlight                      int64         // batches started and not yet seen complete
+	StagingReads, StagingWrites   uint64        // synchronous slot reads and writes through staging
+	deviceTimed, deviceTimeMissed uint64
+}
+
+// Bytes is every byte moved.
+func (s TransferStats) Bytes() uint64 { return s.BytesD2H + s.BytesH2D + s.BytesD2D }
