@@ -72,6 +72,7 @@ type report struct {
 	CachedTokens int           `json:"cached_tokens"`
 	Hybrid       *hybridReport `json:"hybrid,omitempty"`
 	HostTier     *hostReport   `json:"host_tier,omitempty"`
+	GPU          *gpuReport    `json:"gpu,omitempty"`
 
 	Canary struct {
 		Enabled    bool   `json:"enabled"`
@@ -242,6 +243,9 @@ func (r *report) writeText(w io.Writer) error {
 		p("bytes moved\t%s\t(slots hold no bytes with --canary=false)", count(r.Bytes.Moved))
 	default:
 		p("bytes moved\t%s\t(slot bytes copied between device and host pools)", count(r.Bytes.Moved))
+	}
+	if r.GPU != nil {
+		r.GPU.lines(p)
 	}
 	if c.Enabled {
 		p("canary\t%s\t(%s slots verified, %d mismatches)", c.Verdict, count(c.Checked), c.Mismatches)

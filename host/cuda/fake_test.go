@@ -229,82 +229,85 @@ func dedupe(s []int32) []int32 {
 func TestPools_TransferModel(t *testing.T) {
 	for _, mode := range []CopyMode{CopyMemcpy, CopyKernel} {
 		t.Run(mode.String(), func(t *testing.T) {
-			dev := fakeDevice(t, FakeConfig{QueryDelay: 2})
-			ps, err := NewPools(dev, PoolsConfig{Geometry: tinyGeom, Tokens: 64, SWATokens: 32, States: 8,
-				HostTokens: 64, HostSWATokens: 32, HostStates: 8, Mode: mode, Timing: true})
-			require.NoError(t, err)
-			defer ps.Close()
-			rng := rand.New(rand.NewPCG(uint64(mode)+1, 7))
-			m := model{}
-			all := map[[2]int][]int32{}
-			for c := range 3 {
-				for tier := range 2 {
-					p := ps.Pool(core.Component(c), native.Tier(tier))
-					s, err := p.Alloc(nil, p.Capacity())
-					require.NoError(t, err)
-					all[[2]int{c, tier}] = s
-					fill(t, m, rng, core.Component(c), native.Tier(tier), p, s)
-				}
-			}
-			var moved uint64
-			for step := 0; step < 200; step++ {
-				var b native.Batch
-				want := model{}
-				for seg := 0; seg < 1+rng.IntN(3); seg++ {
-					c := core.Component(rng.IntN(3))
-					from, to := native.Tier(rng.IntN(2)), native.Tier(rng.IntN(2))
-					if from == native.Host && to == native.Host {
-						to = native.Device
-					}
-					capy := len(all[[2]int{int(c), 0}])
-					n := 1 + rng.IntN(min(capy/2, 12))
-					src := slotList(rng, all[[2]int{int(c), int(from)}], n, rng.IntN(2) == 0)
-					dst := slotList(rng, all[[2]int{int(c), int(to)}], len(src), rng.IntN(2) == 0)
-					if len(dst) < len(src) {
-						src = src[:len(dst)]
-					}
-					b.Add(c, from, to, src, dst)
-					if b.Validate() != nil {
-						b.Segments = b.Segments[:len(b.Segments)-1]
-						continue
-					}
-					for i := range src {
-						want[key(c, to, dst[i])] = m[key(c, from, src[i])]
-						moved += uint64(ps.Pool(c, from).SlotBytes())
-					}
-				}
-				if len(b.Segments) == 0 {
-					continue
-				}
-				comp, err := ps.Start(&b)
-				require.NoError(t, err)
-				if rng.IntN(2) == 0 {
-					for !comp.Done() {
-					}
-				}
-				require.NoError(t, comp.Wait())
-				require.True(t, comp.Done())
-				for k, v := range want {
-					m[k] = v
-				}
-				if step%20 == 0 {
-					check(t, m, ps)
-				}
-			}
-			check(t, m, ps)
-			st := ps.Stats()
-			require.Equal(t, moved, st.Bytes())
-			require.Zero(t, st.Failed)
-			require.Zero(t, st.InFlight)
-			if mode == CopyKernel {
-				require.NotZero(t, st.Kernels)
-				require.NotZero(t, FakeStatsNow().KernelsRun)
-			}
-			t.Logf("%+v", st)
-			for k, s := range all {
-				require.NoError(t, ps.Pool(core.Component(k[0]), native.Tier(k[1])).Free(s))
-			}
+			transferModel(t, fakeDevice(t, FakeConfig{QueryDelay: 2}), mode, 200)
 		})
+	}
+}
+
+// transferModel is the body of the transfer model test, on any device.
+func transferModel(t *testing.T, dev *Device, mode CopyMode, steps int) {
+	ps, err := NewPools(dev, PoolsConfig{Geometry: tinyGeom, Tokens: 64, SWATokens: 32, States: 8,
+		HostTokens: 64, HostSWATokens: 32, HostStates: 8, Mode: mode, Timing: true})
+	require.NoError(t, err)
+	defer ps.Close()
+	rng := rand.New(rand.NewPCG(uint64(mode)+1, 7))
+	m := model{}
+	all := map[[2]int][]int32{}
+	for c := range 3 {
+		for tier := range 2 {
+			p := ps.Pool(core.Component(c), native.Tier(tier))
+			s, err := p.Alloc(nil, p.Capacity())
+			require.NoError(t, err)
+			all[[2]int{c, tier}] = s
+			fill(t, m, rng, core.Component(c), native.Tier(tier), p, s)
+		}
+	}
+	var moved uint64
+	for step := 0; step < steps; step++ {
+		var b native.Batch
+		want := model{}
+		for seg := 0; seg < 1+rng.IntN(3); seg++ {
+			c := core.Component(rng.IntN(3))
+			from, to := native.Tier(rng.IntN(2)), native.Tier(rng.IntN(2))
+			if from == native.Host && to == native.Host {
+				to = native.Device
+			}
+			capy := len(all[[2]int{int(c), 0}])
+			n := 1 + rng.IntN(min(capy/2, 12))
+			src := slotList(rng, all[[2]int{int(c), int(from)}], n, rng.IntN(2) == 0)
+			dst := slotList(rng, all[[2]int{int(c), int(to)}], len(src), rng.IntN(2) == 0)
+			if len(dst) < len(src) {
+				src = src[:len(dst)]
+			}
+			b.Add(c, from, to, src, dst)
+			if b.Validate() != nil {
+				b.Segments = b.Segments[:len(b.Segments)-1]
+				continue
+			}
+			for i := range src {
+				want[key(c, to, dst[i])] = m[key(c, from, src[i])]
+				moved += uint64(ps.Pool(c, from).SlotBytes())
+			}
+		}
+		if len(b.Segments) == 0 {
+			continue
+		}
+		comp, err := ps.Start(&b)
+		require.NoError(t, err)
+		if rng.IntN(2) == 0 {
+			for !comp.Done() {
+			}
+		}
+		require.NoError(t, comp.Wait())
+		require.True(t, comp.Done())
+		for k, v := range want {
+			m[k] = v
+		}
+		if step%20 == 0 {
+			check(t, m, ps)
+		}
+	}
+	check(t, m, ps)
+	st := ps.Stats()
+	require.Equal(t, moved, st.Bytes())
+	require.Zero(t, st.Failed)
+	require.Zero(t, st.InFlight)
+	if mode == CopyKernel {
+		require.NotZero(t, st.Kernels)
+	}
+	t.Logf("%+v", st)
+	for k, s := range all {
+		require.NoError(t, ps.Pool(core.Component(k[0]), native.Tier(k[1])).Free(s))
 	}
 }
 
@@ -497,15 +500,7 @@ func TestController_OnCUDAPools(t *testing.T) {
 	if testing.Short() {
 		steps = 80
 	}
-	sets := []struct {
-		name string
-		cfg  core.Config
-	}{
-		{"full", core.Config{PageSize: 2}},
-		{"full+swa", core.Config{PageSize: 2, Components: []core.Component{core.Full, core.SWA}, SWAWindow: 6}},
-		{"full+mamba", core.Config{PageSize: 2, Components: []core.Component{core.Full, core.Mamba}, MambaChunkSize: 4}},
-	}
-	for _, set := range sets {
+	for _, set := range controllerSets {
 		for _, wp := range []core.WritePolicy{core.WriteThrough, core.WriteBack} {
 			for _, host := range []bool{false, true} {
 				name := set.name + "/" + wp.String()
@@ -516,50 +511,62 @@ func TestController_OnCUDAPools(t *testing.T) {
 					name = set.name + "/device-only"
 				}
 				t.Run(name, func(t *testing.T) {
-					dev := fakeDevice(t, FakeConfig{QueryDelay: 1})
-					cfg := set.cfg
-					g := tinyGeom
-					g.PageSize = cfg.PageSize
-					pc := PoolsConfig{Geometry: g, Tokens: 64}
-					if has(cfg, core.SWA) {
-						pc.SWATokens = 64
-					}
-					if has(cfg, core.Mamba) {
-						pc.States = 10
-					}
-					if host {
-						cfg.HostTier, cfg.WritePolicy = true, wp
-						pc.HostTokens = 96
-						if has(cfg, core.SWA) {
-							pc.HostSWATokens = 64
-						}
-						if has(cfg, core.Mamba) {
-							pc.HostStates = 12
-						}
-					}
-					ps, err := NewPools(dev, pc)
-					require.NoError(t, err)
-					t.Cleanup(func() { require.NoError(t, ps.Close()) })
-					eng, err := native.NewDirectEngine(cfg)
-					require.NoError(t, err)
-					c, err := native.NewController(eng, ps, native.ControllerConfig{Canary: true, VerifyMatches: true})
-					require.NoError(t, err)
-					t.Cleanup(func() { _ = c.Close() })
-					workload(t, c, uint64(len(name)), steps)
-					st := c.Stats()
-					require.Zero(t, st.CanaryMismatches)
-					require.NotZero(t, st.CanaryChecked)
-					require.NotZero(t, st.MatchedTokens+st.HostHitTokens, "%+v", st)
-					if host {
-						require.NotZero(t, st.Backups)
-					}
-					t.Logf("controller %+v", st)
-					t.Logf("transfers %+v", ps.Stats())
-					require.NoError(t, c.Close())
+					controllerOn(t, fakeDevice(t, FakeConfig{QueryDelay: 1}), set.cfg, host, wp, uint64(len(name)), steps)
 				})
 			}
 		}
 	}
+}
+
+var controllerSets = []struct {
+	name string
+	cfg  core.Config
+}{
+	{"full", core.Config{PageSize: 2}},
+	{"full+swa", core.Config{PageSize: 2, Components: []core.Component{core.Full, core.SWA}, SWAWindow: 6}},
+	{"full+mamba", core.Config{PageSize: 2, Components: []core.Component{core.Full, core.Mamba}, MambaChunkSize: 4}},
+}
+
+// controllerOn runs the controller workload on CUDA pools of dev.
+func controllerOn(t *testing.T, dev *Device, cfg core.Config, host bool, wp core.WritePolicy, seed uint64, steps int) {
+	g := tinyGeom
+	g.PageSize = cfg.PageSize
+	pc := PoolsConfig{Geometry: g, Tokens: 64}
+	if has(cfg, core.SWA) {
+		pc.SWATokens = 64
+	}
+	if has(cfg, core.Mamba) {
+		pc.States = 10
+	}
+	if host {
+		cfg.HostTier, cfg.WritePolicy = true, wp
+		pc.HostTokens = 96
+		if has(cfg, core.SWA) {
+			pc.HostSWATokens = 64
+		}
+		if has(cfg, core.Mamba) {
+			pc.HostStates = 12
+		}
+	}
+	ps, err := NewPools(dev, pc)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ps.Close()) })
+	eng, err := native.NewDirectEngine(cfg)
+	require.NoError(t, err)
+	c, err := native.NewController(eng, ps, native.ControllerConfig{Canary: true, VerifyMatches: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	workload(t, c, seed, steps)
+	st := c.Stats()
+	require.Zero(t, st.CanaryMismatches)
+	require.NotZero(t, st.CanaryChecked)
+	require.NotZero(t, st.MatchedTokens+st.HostHitTokens, "%+v", st)
+	if host {
+		require.NotZero(t, st.Backups)
+	}
+	t.Logf("controller %+v", st)
+	t.Logf("transfers %+v", ps.Stats())
+	require.NoError(t, c.Close())
 }
 
 func has(cfg core.Config, comp core.Component) bool {
@@ -628,4 +635,48 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	os.Exit(code)
+}
+
+// TestPools_ValidateMatchesNative: Start's linear-time batch check accepts
+// and refuses exactly the batches native.Batch.Validate does (slots in
+// range), and leaves its bitmaps clear.
+func TestPools_ValidateMatchesNative(t *testing.T) {
+	dev := fakeDevice(t, FakeConfig{})
+	ps, err := NewPools(dev, PoolsConfig{Geometry: tinyGeom, Tokens: 16, SWATokens: 16, HostTokens: 16, HostSWATokens: 16})
+	require.NoError(t, err)
+	defer ps.Close()
+	rng := rand.New(rand.NewPCG(5, 5))
+	refused := 0
+	for i := 0; i < 2000; i++ {
+		var b native.Batch
+		for seg := 0; seg < 1+rng.IntN(3); seg++ {
+			n := 1 + rng.IntN(4)
+			src, dst := make([]int32, n), make([]int32, n)
+			for k := range src {
+				src[k], dst[k] = int32(rng.IntN(16)), int32(rng.IntN(16))
+			}
+			b.Add(core.Component(rng.IntN(2)), native.Tier(rng.IntN(2)), native.Tier(rng.IntN(2)), src, dst)
+		}
+		want := b.Validate()
+		ps.startMu.Lock()
+		got := ps.validate(&b)
+		ps.startMu.Unlock()
+		require.Equal(t, want == nil, got == nil, "native: %v, cuda: %v, batch %+v", want, got, b)
+		if got != nil {
+			refused++
+			require.ErrorIs(t, got, native.ErrInvalidArgument)
+		}
+		for c := range ps.marks {
+			for tr := range ps.marks[c] {
+				for _, w := range ps.marks[c][tr] {
+					require.Zero(t, w)
+				}
+			}
+		}
+	}
+	require.NotZero(t, refused)
+	var b native.Batch
+	b.Add(core.Full, native.Device, native.Host, []int32{0}, []int32{16})
+	_, err = ps.Start(&b)
+	require.ErrorIs(t, err, native.ErrSlotRange)
 }

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/radixkv/radixkv/host/native"
 )
@@ -19,6 +20,9 @@ type slots struct {
 	lay    layout
 	acct   *native.MemPool
 	closed bool
+	// Synchronous traffic of Read, Write and Copy (device pools).
+	syncBytes, syncCalls uint64
+	syncTime             time.Duration
 }
 
 func newSlots(name string, dev *Device, lay layout, capacity int) (slots, error) {
@@ -217,6 +221,19 @@ func NewHostStatePool(dev *Device, stateBytes, states int) (*HostPool, error) {
 	return newHostPool("pinned host Mamba state pool", dev, stateLayout(stateBytes), states)
 }
 
+// count records one synchronous call of n bytes that started at t0.
+func (p *DevicePool) count(t0 time.Time, n int) {
+	p.syncTime += time.Since(t0)
+	p.syncBytes += uint64(n)
+	p.syncCalls++
+}
+
+// SyncStats returns the bytes, calls and time of the pool's synchronous
+// Read, Write and Copy calls (staging copies and single-slot forks).
+func (p *DevicePool) SyncStats() (bytes, calls uint64, d time.Duration) {
+	return p.syncBytes, p.syncCalls, p.syncTime
+}
+
 // Ptr is the pool's device address.
 func (p *DevicePool) Ptr() uint64 { return p.mem.ptr }
 
@@ -237,6 +254,7 @@ func (p *DevicePool) Write(slot int32, data []byte) error {
 		return err
 	}
 	defer p.dev.mu.Unlock()
+	defer p.count(time.Now(), len(data))
 	copy(st.Bytes(), data)
 	var buf [2]cCopy
 	ops := p.rowOps(buf[:0], kindHtoD, p.mem.ptr, slot, st.addr(), len(data))
@@ -265,6 +283,7 @@ func (p *DevicePool) Read(slot int32, dst []byte) error {
 		return err
 	}
 	defer p.dev.mu.Unlock()
+	defer p.count(time.Now(), len(dst))
 	var buf [2]cCopy
 	ops := p.rowOps(buf[:0], kindDtoH, p.mem.ptr, slot, st.addr(), len(dst))
 	if err := p.dev.syncS.issue(ops); err != nil {
@@ -289,6 +308,7 @@ func (p *DevicePool) Copy(dst, src int32) error {
 	if dst == src {
 		return nil
 	}
+	defer p.count(time.Now(), p.lay.slotBytes())
 	l := p.lay
 	op := copyOp(kindDtoD, p.mem.ptr+uint64(l.rowOff(dst, 0)), p.mem.ptr+uint64(l.rowOff(src, 0)), l.rowBytes, l.rows, l.pitch(), l.pitch())
 	if err := p.dev.syncS.issue(copyBatch{op}); err != nil {

@@ -40,15 +40,26 @@ type PoolsConfig struct {
 
 // TransferStats counts the traffic of a Pools set.
 type TransferStats struct {
-	Batches, Failed               uint64 // batches started; batches that failed
-	Copies, Kernels               uint64 // driver copy calls and kernel launches issued
-	BytesD2H, BytesH2D, BytesD2D  uint64 // bytes moved by completed batches
-	DeviceTime                    time.Duration
-	Wall                          time.Duration // Start to observed completion, summed
-	InFlight                      int64         // batches started and not yet seen complete
-	StagingReads, StagingWrites   uint64        // synchronous slot reads and writes through staging
-	deviceTimed, deviceTimeMissed uint64
+	Batches, Failed              uint64 // batches started; batches that failed
+	Copies, Kernels              uint64 // driver copy calls and kernel launches issued
+	BytesD2H, BytesH2D, BytesD2D uint64 // bytes moved by completed batches
+	DeviceTime                   time.Duration
+	Wall                         time.Duration // Start to observed completion, summed
+	InFlight                     int64         // batches started and not yet seen complete
+	// Synchronous slot traffic of the device pools (Read and Write through
+	// the staging buffer, Copy): bytes, calls and the time they took.
+	SyncBytes, SyncCalls         uint64
+	SyncTime                     time.Duration
+	TimedBatches, UntimedBatches uint64 // batches with and without a device time (Timing)
 }
 
 // Bytes is every byte moved.
 func (s TransferStats) Bytes() uint64 { return s.BytesD2H + s.BytesH2D + s.BytesD2D }
+
+// GBps is bytes per second in GB/s (10^9) over d, 0 when d is 0.
+func GBps(bytes uint64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(bytes) / d.Seconds() / 1e9
+}

@@ -27,6 +27,9 @@ type Pools struct {
 	dpool [3]*DevicePool
 	hpool [3]*HostPool
 
+	startMu sync.Mutex     // serialises Start
+	marks   [3][2][]uint64 // validate's bitmaps, zero between calls
+
 	mu     sync.Mutex // guards events, idx and stats
 	events []*Event
 	idx    []*HostMem
@@ -115,8 +118,17 @@ func (ps *Pools) Geometry() Geometry { return ps.geom }
 // Stats returns the transfer counters.
 func (ps *Pools) Stats() TransferStats {
 	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return ps.stats
+	st := ps.stats
+	ps.mu.Unlock()
+	for _, p := range ps.dpool {
+		if p != nil {
+			b, c, d := p.SyncStats()
+			st.SyncBytes += b
+			st.SyncCalls += c
+			st.SyncTime += d
+		}
+	}
+	return st
 }
 
 // Close waits for the device's streams, then frees every pool and cached
@@ -271,26 +283,22 @@ func (pl *plan) runs(kind int, src, dst end, s []int32, d []int32, mode CopyMode
 // nothing it issued is still running (its destination slots may hold any
 // bytes). Errors wrap native.ErrTransfer (and the driver's *Error).
 func (ps *Pools) Start(b *native.Batch) (native.Completion, error) {
-	if err := b.Validate(); err != nil {
-		return nil, err
-	}
+	ps.startMu.Lock()
+	defer ps.startMu.Unlock()
 	ps.mu.Lock()
 	closed := ps.closed
 	ps.mu.Unlock()
 	if closed {
 		return nil, fmt.Errorf("%w: CUDA pools", errClosed)
 	}
+	if err := ps.validate(b); err != nil {
+		return nil, err
+	}
 	var pl plan
 	for k := range b.Segments {
 		sg := &b.Segments[k]
-		src, err := ps.endOf(sg.Component, sg.From)
-		if err != nil {
-			return nil, fmt.Errorf("%w: segment %d: %w", native.ErrTransfer, k, err)
-		}
-		dst, err := ps.endOf(sg.Component, sg.To)
-		if err != nil {
-			return nil, fmt.Errorf("%w: segment %d: %w", native.ErrTransfer, k, err)
-		}
+		src, _ := ps.endOf(sg.Component, sg.From)
+		dst, _ := ps.endOf(sg.Component, sg.To)
 		if src.sl.lay != dst.sl.lay {
 			return nil, fmt.Errorf("%w: %w: %s (%+v) and %s (%+v)", native.ErrTransfer, ErrLayout, src.sl.name, src.sl.lay, dst.sl.name, dst.sl.lay)
 		}
@@ -330,6 +338,89 @@ func (ps *Pools) Start(b *native.Batch) (native.Completion, error) {
 		}
 	}
 	return ps.issue(&pl)
+}
+
+// validate checks what native.Batch.Validate checks (known components and
+// tiers, equal lengths, no negative slot, no slot written twice or both
+// read and written within a pool) in time linear in the batch, with a
+// bitmap per pool, and that every segment's pools exist. Call with
+// startMu held.
+func (ps *Pools) validate(b *native.Batch) error {
+	for k := range b.Segments {
+		sg := &b.Segments[k]
+		if int(sg.Component) >= 3 || sg.From > native.Host || sg.To > native.Host {
+			return fmt.Errorf("%w: segment %d: component %s from %s to %s", native.ErrInvalidArgument, k, sg.Component, sg.From, sg.To)
+		}
+		if len(sg.Src) != len(sg.Dst) {
+			return fmt.Errorf("%w: segment %d: %d sources for %d destinations", native.ErrInvalidArgument, k, len(sg.Src), len(sg.Dst))
+		}
+		for _, t := range [2]native.Tier{sg.From, sg.To} {
+			if _, err := ps.endOf(sg.Component, t); err != nil {
+				return fmt.Errorf("%w: segment %d: %w", native.ErrTransfer, k, err)
+			}
+		}
+	}
+	// Bits: 2*slot is "read", 2*slot+1 "written", per (component, tier).
+	marks := func(c core.Component, t native.Tier) []uint64 {
+		m := &ps.marks[c][t]
+		n := (2*ps.Pool(c, t).Capacity() + 63) / 64
+		if len(*m) < n {
+			*m = make([]uint64, n)
+		}
+		return *m
+	}
+	set := func(m []uint64, bit int) { m[bit>>6] |= 1 << (uint(bit) & 63) }
+	get := func(m []uint64, bit int) bool { return m[bit>>6]&(1<<(uint(bit)&63)) != 0 }
+	var err error
+	fail := func(e error) {
+		if err == nil {
+			err = e
+		}
+	}
+	capOf := func(c core.Component, t native.Tier) int { return ps.Pool(c, t).Capacity() }
+	for k := range b.Segments {
+		sg := &b.Segments[k]
+		m, n := marks(sg.Component, sg.From), capOf(sg.Component, sg.From)
+		for _, s := range sg.Src {
+			if s < 0 || int(s) >= n {
+				fail(fmt.Errorf("%w: segment %d: source slot %d outside the %s %s pool of %d: %w", native.ErrTransfer, k, s, sg.Component, sg.From, n, native.ErrSlotRange))
+				continue
+			}
+			set(m, 2*int(s))
+		}
+	}
+	for k := range b.Segments {
+		sg := &b.Segments[k]
+		m, n := marks(sg.Component, sg.To), capOf(sg.Component, sg.To)
+		for _, s := range sg.Dst {
+			switch {
+			case s < 0 || int(s) >= n:
+				fail(fmt.Errorf("%w: segment %d: destination slot %d outside the %s %s pool of %d: %w", native.ErrTransfer, k, s, sg.Component, sg.To, n, native.ErrSlotRange))
+				continue
+			case get(m, 2*int(s)+1):
+				fail(fmt.Errorf("%w: %s %s slot %d is written twice", native.ErrInvalidArgument, sg.Component, sg.To, s))
+			case get(m, 2*int(s)):
+				fail(fmt.Errorf("%w: %s %s slot %d is both read and written", native.ErrInvalidArgument, sg.Component, sg.To, s))
+			}
+			set(m, 2*int(s)+1)
+		}
+	}
+	// Clear what was marked, so the bitmaps are zero for the next batch.
+	for k := range b.Segments {
+		sg := &b.Segments[k]
+		for _, side := range [2]struct {
+			t native.Tier
+			s []int32
+		}{{sg.From, sg.Src}, {sg.To, sg.Dst}} {
+			m, n := marks(sg.Component, side.t), capOf(sg.Component, side.t)
+			for _, s := range side.s {
+				if s >= 0 && int(s) < n {
+					m[s>>5] = 0
+				}
+			}
+		}
+	}
+	return err
 }
 
 func (ps *Pools) streamOf(kind int) *Stream {
@@ -555,9 +646,9 @@ func (c *completion) finishLocked(err error) {
 	if ps.timing && len(c.ends) > 0 {
 		if timed {
 			ps.stats.DeviceTime += dt
-			ps.stats.deviceTimed++
+			ps.stats.TimedBatches++
 		} else {
-			ps.stats.deviceTimeMissed++
+			ps.stats.UntimedBatches++
 		}
 	}
 	ps.mu.Unlock()
