@@ -61,9 +61,40 @@ func (b *Batch) Add(comp core.Component, from, to Tier, src, dst []int32) {
 
 // Validate checks b's shape: known components and tiers, equal lengths,
 // no negative slot, no slot written twice and no slot both read and
-// written within one (component, tier). A transport should refuse a batch
-// that fails it (Start returns the error, nothing is copied).
+// written within one (component, tier). A test transport should refuse a
+// batch that fails it (Start returns the error, nothing is copied).
 func (b *Batch) Validate() error {
+	if err := b.checkShape(); err != nil {
+		return err
+	}
+	type key struct {
+		comp core.Component
+		tier Tier
+		slot int32
+	}
+	written := make(map[key]bool, b.Slots())
+	for k := range b.Segments {
+		s := &b.Segments[k]
+		for _, d := range s.Dst {
+			if written[key{s.Component, s.To, d}] {
+				return fmt.Errorf("%w: %s %s slot %d is written twice", ErrInvalidArgument, s.Component, s.To, d)
+			}
+			written[key{s.Component, s.To, d}] = true
+		}
+	}
+	for k := range b.Segments {
+		s := &b.Segments[k]
+		for _, r := range s.Src {
+			if written[key{s.Component, s.From, r}] {
+				return fmt.Errorf("%w: %s %s slot %d is both read and written", ErrInvalidArgument, s.Component, s.From, r)
+			}
+		}
+	}
+	return nil
+}
+
+// checkShape is Validate without the overlap checks: linear, no memory.
+func (b *Batch) checkShape() error {
 	for k := range b.Segments {
 		s := &b.Segments[k]
 		if int(s.Component) >= 3 || s.From >= numTiers || s.To >= numTiers {
@@ -72,41 +103,9 @@ func (b *Batch) Validate() error {
 		if len(s.Src) != len(s.Dst) {
 			return fmt.Errorf("%w: segment %d: %d sources for %d destinations", ErrInvalidArgument, k, len(s.Src), len(s.Dst))
 		}
-	}
-	// Batches are small (one node, one load-back): a quadratic check of
-	// overlaps costs less than a map.
-	for k := range b.Segments {
-		s := &b.Segments[k]
 		for i, d := range s.Dst {
 			if d < 0 || s.Src[i] < 0 {
 				return fmt.Errorf("%w: segment %d: negative slot", ErrInvalidArgument, k)
-			}
-			for j := k; j < len(b.Segments); j++ {
-				t := &b.Segments[j]
-				if t.Component != s.Component {
-					continue
-				}
-				if t.To == s.To {
-					lo := 0
-					if j == k {
-						lo = i + 1
-					}
-					for _, e := range t.Dst[lo:] {
-						if e == d {
-							return fmt.Errorf("%w: %s %s slot %d is written twice", ErrInvalidArgument, s.Component, s.To, d)
-						}
-					}
-				}
-			}
-			for j := range b.Segments {
-				t := &b.Segments[j]
-				if t.Component == s.Component && t.From == s.To {
-					for _, e := range t.Src {
-						if e == d {
-							return fmt.Errorf("%w: %s %s slot %d is both read and written", ErrInvalidArgument, s.Component, s.To, d)
-						}
-					}
-				}
 			}
 		}
 	}
@@ -186,7 +185,7 @@ func (d Done) Wait() error { return d.Err }
 // Errors: ErrInvalidArgument (malformed batch), ErrNoPool, pool errors
 // (each wrapped in ErrTransfer).
 func CopyBatch(pools Pools, b *Batch, buf []byte) ([]byte, error) {
-	if err := b.Validate(); err != nil {
+	if err := b.checkShape(); err != nil {
 		return buf, err
 	}
 	for k := range b.Segments {
@@ -256,9 +255,14 @@ type syncTransport struct {
 
 func (t *syncTransport) Start(b *Batch) (Completion, error) {
 	var err error
-	t.buf, err = CopyBatch(t.pools, b, t.buf)
-	return Done{Err: err}, nil
+	if t.buf, err = CopyBatch(t.pools, b, t.buf); err != nil {
+		return Done{Err: err}, nil
+	}
+	return doneOK, nil
 }
+
+// doneOK is a finished success, boxed once.
+var doneOK Completion = Done{}
 
 // transportOf returns pools' own Transport, or the synchronous one.
 func transportOf(pools Pools) Transport {
