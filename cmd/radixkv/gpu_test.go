@@ -9,8 +9,8 @@ import (
 )
 
 // TestReplay_CUDAFake: --pools cuda-fake runs the replay on CUDA pools over
-// the fake driver, with the same hit rate as the Go-memory pools and the
-// canary clean.
+// the fake driver, with the same hit rate as the Go-memory pools, the
+// canary clean and the host tier's copies batched through the transport.
 func TestReplay_CUDAFake(t *testing.T) {
 	if !cuda.Available {
 		t.Skip("built without cgo: no CUDA pools")
@@ -19,7 +19,11 @@ func TestReplay_CUDAFake(t *testing.T) {
 	mem := replayJSON(t, args...)
 	gpu := replayJSON(t, append(args, "--pools", "cuda-fake")...)
 	require.Equal(t, num(t, mem, "hit_rate"), num(t, gpu, "hit_rate"))
-	require.Equal(t, num(t, mem, "host_tier", "backed_up_tokens"), num(t, gpu, "host_tier", "backed_up_tokens"))
+	// Backups complete later on CUDA pools (the fake answers the first
+	// event query "not ready"), so what is backed up may differ; the hits
+	// may not.
+	require.NotZero(t, num(t, gpu, "host_tier", "backed_up_tokens"))
+	require.NotZero(t, num(t, gpu, "gpu", "batches"))
 	require.Zero(t, num(t, gpu, "canary", "mismatches"))
 	require.NotZero(t, num(t, gpu, "canary", "checked_slots"))
 	require.Equal(t, float64(128), num(t, gpu, "gpu", "token_bytes"))

@@ -511,7 +511,11 @@ func TestController_OnCUDAPools(t *testing.T) {
 					name = set.name + "/device-only"
 				}
 				t.Run(name, func(t *testing.T) {
-					controllerOn(t, fakeDevice(t, FakeConfig{QueryDelay: 1}), set.cfg, host, wp, uint64(len(name)), steps)
+					for _, mode := range []CopyMode{CopyMemcpy, CopyKernel} {
+						t.Run(mode.String(), func(t *testing.T) {
+							controllerOn(t, fakeDevice(t, FakeConfig{QueryDelay: 1}), set.cfg, host, wp, mode, uint64(len(name)), steps)
+						})
+					}
 				})
 			}
 		}
@@ -528,10 +532,11 @@ var controllerSets = []struct {
 }
 
 // controllerOn runs the controller workload on CUDA pools of dev.
-func controllerOn(t *testing.T, dev *Device, cfg core.Config, host bool, wp core.WritePolicy, seed uint64, steps int) {
+func controllerOn(t *testing.T, dev *Device, cfg core.Config, host bool, wp core.WritePolicy, mode CopyMode, seed uint64, steps int) {
 	g := tinyGeom
 	g.PageSize = cfg.PageSize
-	pc := PoolsConfig{Geometry: g, Tokens: 64}
+	g.HeadDim = 8 // 16-byte rows: 64-byte pages of 2 tokens, so the kernel takes whole pages
+	pc := PoolsConfig{Geometry: g, Tokens: 64, Mode: mode}
 	if has(cfg, core.SWA) {
 		pc.SWATokens = 64
 	}

@@ -52,7 +52,9 @@ func TestGPU_Controller(t *testing.T) {
 	for _, set := range controllerSets {
 		for _, wp := range []core.WritePolicy{core.WriteThrough, core.WriteBack} {
 			t.Run(set.name+"/"+wp.String(), func(t *testing.T) {
-				controllerOn(t, dev, set.cfg, true, wp, 11, 400)
+				for _, mode := range []CopyMode{CopyMemcpy, CopyKernel} {
+					t.Run(mode.String(), func(t *testing.T) { controllerOn(t, dev, set.cfg, true, wp, mode, 11, 400) })
+				}
 			})
 		}
 	}
