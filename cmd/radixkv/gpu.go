@@ -36,7 +36,7 @@ func (g *gpuFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.dtypeBytes, "dtype-bytes", 0, "bytes per KV element, 2 for bf16 (overrides --model)")
 	fs.IntVar(&g.swaLayers, "swa-layers", 0, "sliding-window layers, sizing the SWA pool's slots (with swa in --components; default: --layers)")
 	fs.IntVar(&g.stateBytes, "state-bytes", 0, "bytes of one Mamba state (with mamba in --components; default 64 KiB, 4 KiB with cuda-fake)")
-	fs.StringVar(&g.copyMode, "cuda-copy", "memcpy", "how scattered whole pages move with --pools cuda: memcpy (one cuMemcpyAsync per run of pages) or kernel (the gather/scatter PTX kernel)")
+	fs.StringVar(&g.copyMode, "cuda-copy", "memcpy", "how scattered whole pages move with --pools cuda: memcpy (one cuMemcpyAsync per run of pages), kernel (the gather/scatter PTX kernel) or auto (time both on the fresh pools and keep the faster)")
 }
 
 // gpuSet is an open GPU (or fake) with its pools.
@@ -110,8 +110,10 @@ func (s *settings) newGPUPools(cfg core.Config) (*gpuSet, error) {
 	case "memcpy":
 	case "kernel":
 		set.mode = cuda.CopyKernel
+	case "auto":
+		set.mode = cuda.CopyAuto
 	default:
-		return nil, fmt.Errorf("--cuda-copy %q: want memcpy or kernel", f.copyMode)
+		return nil, fmt.Errorf("--cuda-copy %q: want memcpy, kernel or auto", f.copyMode)
 	}
 	pc := cuda.PoolsConfig{Geometry: g, Tokens: s.capacity, Mode: set.mode, Timing: true}
 	if s.has(core.SWA) {
@@ -154,6 +156,7 @@ func (s *settings) newGPUPools(cfg core.Config) (*gpuSet, error) {
 		set.close()
 		return nil, fmt.Errorf("allocating the CUDA pools (%s; --capacity %d, --host-capacity %d): %w", g, s.capacity, s.hostCapacity, err)
 	}
+	set.mode = set.pools.Mode()
 	return set, nil
 }
 
@@ -165,6 +168,7 @@ type gpuReport struct {
 	Geometry     string  `json:"geometry"`
 	TokenBytes   int     `json:"token_bytes"`
 	CopyMode     string  `json:"copy_mode"`
+	CopyChoice   string  `json:"copy_choice,omitempty"` // what --cuda-copy auto measured
 	Batches      uint64  `json:"batches"`
 	Failed       uint64  `json:"failed_batches"`
 	Copies       uint64  `json:"copies"`
@@ -198,6 +202,13 @@ func (g *gpuSet) report(s *settings) *gpuReport {
 		SyncBytes: st.SyncBytes, SyncCalls: st.SyncCalls, SyncSecs: st.SyncTime.Seconds(), SyncGBps: cuda.GBps(st.SyncBytes, st.SyncTime),
 		BytesInTotal: st.Bytes() + st.SyncBytes,
 	}
+	if c := g.pools.Calibration(); s.gpu.copyMode == "auto" {
+		if c.Reason != "" {
+			r.CopyChoice = "auto: memcpy, not measured: " + c.Reason
+		} else {
+			r.CopyChoice = fmt.Sprintf("auto: %s (%d scattered pages each way: memcpy %s, kernel %s)", c.Chosen, c.Pages, c.Memcpy, c.Kernel)
+		}
+	}
 	if drv.Fake() {
 		r.FakeNote = "fake driver: host memory, no GPU; bandwidths are not GPU figures"
 	}
@@ -212,6 +223,9 @@ func (r *gpuReport) lines(p func(format string, args ...any)) {
 		count(int64(r.BytesD2H+r.BytesH2D+r.BytesD2D)), count(int64(r.Batches)), count(int64(r.Failed)),
 		cuda.FormatBytes(float64(r.BytesD2H)), cuda.FormatBytes(float64(r.BytesH2D)), cuda.FormatBytes(float64(r.BytesD2D)),
 		count(int64(r.Copies)), count(int64(r.Kernels)), r.CopyMode)
+	if r.CopyChoice != "" {
+		p("  copy mode\t%s", r.CopyChoice)
+	}
 	if r.DeviceSecs > 0 {
 		p("  batch bandwidth\t%.2f GB/s\t(%.3fs of CUDA event time)", r.BatchGBps, r.DeviceSecs)
 	} else {

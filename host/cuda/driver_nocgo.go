@@ -95,3 +95,9 @@ func ConfigureFake(FakeConfig) {}
 
 // FakeStatsNow is empty without cgo.
 func FakeStatsNow() FakeStats { return FakeStats{} }
+
+// Mode is CopyMemcpy without cgo.
+func (ps *Pools) Mode() CopyMode { return CopyMemcpy }
+
+// Calibration is empty without cgo.
+func (ps *Pools) Calibration() Calibration { return Calibration{} }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -191,7 +192,11 @@ func check(t testing.TB, m model, ps *Pools) {
 func slotList(rng *rand.Rand, all []int32, n int, contiguous bool) []int32 {
 	if contiguous {
 		start := rng.IntN(len(all) - n + 1)
-		return append([]int32(nil), all[start:start+n]...)
+		out := append([]int32(nil), all[start:start+n]...)
+		if rng.IntN(2) == 0 {
+			slices.Reverse(out) // descending, as a LIFO free list hands slots back
+		}
+		return out
 	}
 	perm := rng.Perm(len(all))[:n]
 	out := make([]int32, n)
@@ -331,6 +336,8 @@ func TestPools_Coalescing(t *testing.T) {
 		{"partial page", d[1:3], h[5:7], 1},
 		{"phase differs", d[1:7], h[2:8], 3}, // split where either side crosses a page
 		{"scattered pages", append(append([]int32{}, d[0:4]...), d[12:16]...), h[0:8], 2},
+		{"descending both sides", reversed(d[20:28]), reversed(h[20:28]), 1},
+		{"descending one side", reversed(d[0:2]), h[0:2], 2},
 	} {
 		before := ps.Stats().Copies
 		var b native.Batch
@@ -355,6 +362,12 @@ func TestPools_Coalescing(t *testing.T) {
 	}
 	require.NoError(t, ps.Pool(core.Full, native.Device).Free(d))
 	require.NoError(t, ps.Pool(core.Full, native.Host).Free(h))
+}
+
+func reversed(s []int32) []int32 {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
 }
 
 // TestPools_Completion: a batch completes only after its events do; until
@@ -684,4 +697,28 @@ func TestPools_ValidateMatchesNative(t *testing.T) {
 	b.Add(core.Full, native.Device, native.Host, []int32{0}, []int32{16})
 	_, err = ps.Start(&b)
 	require.ErrorIs(t, err, native.ErrSlotRange)
+}
+
+// TestPools_CopyAuto: CopyAuto times both ways on the fresh pools, picks
+// one, and leaves the pools untouched (no slot taken, no traffic counted).
+func TestPools_CopyAuto(t *testing.T) {
+	dev := fakeDevice(t, FakeConfig{})
+	ps, err := NewPools(dev, PoolsConfig{Geometry: tinyGeom, Tokens: 64, HostTokens: 32, Mode: CopyAuto})
+	require.NoError(t, err)
+	c := ps.Calibration()
+	require.Empty(t, c.Reason)
+	require.Equal(t, 8, c.Pages)
+	require.Positive(t, c.Memcpy)
+	require.Positive(t, c.Kernel)
+	require.Equal(t, c.Chosen, ps.Mode())
+	require.NotEqual(t, CopyAuto, ps.Mode())
+	require.Equal(t, TransferStats{}, ps.Stats())
+	require.Equal(t, 64, ps.Pool(core.Full, native.Device).Available())
+	require.NoError(t, ps.Close())
+
+	ps, err = NewPools(dev, PoolsConfig{Geometry: tinyGeom, Tokens: 64, Mode: CopyAuto})
+	require.NoError(t, err)
+	require.Contains(t, ps.Calibration().Reason, "no pinned host pool")
+	require.Equal(t, CopyMemcpy, ps.Mode())
+	require.NoError(t, ps.Close())
 }

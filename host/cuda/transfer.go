@@ -14,14 +14,33 @@ const (
 	// reading or writing pinned host memory through its device mapping;
 	// partial runs still use cuMemcpy2DAsync.
 	CopyKernel
+	// CopyAuto measures both on the fresh pools when they are built
+	// (scattered whole pages each way, timed by the wall clock) and keeps
+	// the faster; Pools.Calibration says what was measured.
+	CopyAuto
 )
 
 // String names the mode as the flags spell it.
 func (m CopyMode) String() string {
-	if m == CopyKernel {
+	switch m {
+	case CopyKernel:
 		return "kernel"
+	case CopyAuto:
+		return "auto"
 	}
 	return "memcpy"
+}
+
+// Calibration is what CopyAuto measured: the time of the same scattered
+// page lists (Pages whole pages device to host, then back) with per-page
+// copies and with the kernel, best of a few runs, and the mode chosen.
+// Reason says why no measurement was made (no host pool, too few pages,
+// pages not a multiple of 16 bytes, the kernel did not load).
+type Calibration struct {
+	Chosen         CopyMode
+	Pages          int
+	Memcpy, Kernel time.Duration
+	Reason         string
 }
 
 // PoolsConfig sizes a Pools set. Zero sizes leave a pool out.

@@ -36,6 +36,83 @@ type Pools struct {
 	stats  TransferStats
 	timing bool
 	closed bool
+	calib  Calibration
+}
+
+// Mode is the copy mode in use (CopyAuto's choice once built).
+func (ps *Pools) Mode() CopyMode { return ps.mode }
+
+// Calibration returns what CopyAuto measured (zero for other modes).
+func (ps *Pools) Calibration() Calibration { return ps.calib }
+
+// calibrate times scattered whole pages device to host and back, per-page
+// copies against the kernel, on the fresh pools (no slot is handed out
+// yet, so their bytes are nobody's), and picks the faster.
+func (ps *Pools) calibrate() Calibration {
+	c := Calibration{Chosen: CopyMemcpy}
+	dp, hp := ps.dpool[core.Full], ps.hpool[core.Full]
+	if hp == nil {
+		c.Reason = "no pinned host pool to copy to"
+		return c
+	}
+	l := dp.lay
+	if l.pageBytes()%16 != 0 {
+		c.Reason = fmt.Sprintf("pages of %d bytes are not a multiple of 16", l.pageBytes())
+		return c
+	}
+	c.Pages = min(dp.Capacity()/l.pageTokens/2, hp.Capacity()/l.pageTokens, 64)
+	if c.Pages < 4 {
+		c.Reason = fmt.Sprintf("%d pages are too few to measure", c.Pages)
+		c.Pages = 0
+		return c
+	}
+	if _, err := ps.dev.loadKernel(); err != nil {
+		c.Reason = err.Error()
+		c.Pages = 0
+		return c
+	}
+	// Every other device page, to consecutive host pages: nothing coalesces.
+	var src, dst []int32
+	for p := 0; p < c.Pages; p++ {
+		for k := 0; k < l.pageTokens; k++ {
+			src = append(src, int32(2*p*l.pageTokens+k))
+			dst = append(dst, int32(p*l.pageTokens+k))
+		}
+	}
+	d := end{sl: &dp.slots, base: dp.mem.ptr, dptr: dp.mem.ptr}
+	h := end{sl: &hp.slots, base: hp.mem.addr(), dptr: hp.mem.dptr, host: true}
+	saved := ps.stats
+	measure := func(mode CopyMode) time.Duration {
+		best := time.Duration(-1)
+		for rep := 0; rep < 4; rep++ {
+			t0 := time.Now()
+			var pl plan
+			pl.runs(kindDtoH, d, h, src, dst, mode)
+			pl.runs(kindHtoD, h, d, dst, src, mode)
+			comp, err := ps.issue(&pl)
+			if err == nil {
+				err = comp.Wait()
+			}
+			if err != nil {
+				return -1
+			}
+			if dt := time.Since(t0); rep > 0 && (best < 0 || dt < best) { // the first run warms up
+				best = dt
+			}
+		}
+		return best
+	}
+	c.Memcpy, c.Kernel = measure(CopyMemcpy), measure(CopyKernel)
+	ps.mu.Lock()
+	ps.stats = saved
+	ps.mu.Unlock()
+	switch {
+	case c.Memcpy < 0 || c.Kernel < 0:
+		c.Reason = "a calibration copy failed"
+	case c.Kernel < c.Memcpy:
+		c.Chosen = CopyKernel
+	}
+	return c
 }
 
 // NewPools allocates the pools cfg asks for on dev. On error nothing stays
@@ -81,6 +158,10 @@ func NewPools(dev *Device, cfg PoolsConfig) (*Pools, error) {
 		if ps.hpool[core.Mamba], err = NewHostStatePool(dev, g.StateBytes, cfg.HostStates); err != nil {
 			return fail(err)
 		}
+	}
+	if cfg.Mode == CopyAuto {
+		ps.calib = ps.calibrate()
+		ps.mode = ps.calib.Chosen
 	}
 	for c := range ps.dpool {
 		if ps.dpool[c] != nil {
@@ -231,6 +312,15 @@ func (pl *plan) runs(kind int, src, dst end, s []int32, d []int32, mode CopyMode
 		k := 1
 		for i+k < len(s) && s[i+k] == a+int32(k) && d[i+k] == b+int32(k) {
 			k++
+		}
+		if k == 1 {
+			// A run descending on both sides (what a LIFO free list hands
+			// back after frees) is the same copy as the ascending run from
+			// its last pair.
+			for i+k < len(s) && s[i+k] == a-int32(k) && d[i+k] == b-int32(k) {
+				k++
+			}
+			a, b = s[i+k-1], d[i+k-1]
 		}
 		i += k
 		ao, bo := int(a)%pt, int(b)%pt
