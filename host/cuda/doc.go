@@ -43,20 +43,32 @@
 //
 // # Transfers
 //
-// [Pools] is a native.Pools and a native.Transport. Start takes a
+// [Pools] is a native.Pools and a native.Transport, so the native
+// controller sends every copy between pools through it. Start takes a
 // native.Batch (an action's slot lists: backups device to host, load-backs
-// host to device, Mamba forks device to device), checks it (shape, pools,
-// every slot allocated, equal layouts), coalesces slots contiguous on both
-// sides (whole pages into one cuMemcpyAsync, partial pages into one
-// cuMemcpy2DAsync), issues each direction's copies in one cgo call on that
-// direction's non-blocking stream, and records an event after them. The
+// host to device, Mamba forks device to device), checks it in linear time
+// (shape, pools, every slot allocated, no slot written twice or both read
+// and written, equal layouts), coalesces slots contiguous on both sides
+// (ascending, or descending as a LIFO free list hands them back): whole
+// pages into one cuMemcpyAsync, partial pages into one cuMemcpy2DAsync
+// each. It issues each direction's copies in one cgo call on that
+// direction's non-blocking stream and records an event after them. The
 // Completion polls the events with cuEventQuery (Done) or waits with
-// cuEventSynchronize (Wait). With [CopyKernel] the scattered whole pages of
-// a segment move with one launch of a gather/scatter kernel written as PTX
-// text ([CopyPagesPTX], loaded with cuModuleLoadData), reading or writing
-// pinned host pages through their device mapping. Which mode is faster is
-// for a GPU run to measure (scripts/gpu-check.sh); the default is
-// [CopyMemcpy].
+// cuEventSynchronize (Wait), and may be used from any goroutine. A batch
+// the driver refuses part way is synchronised before Start returns, so
+// nothing of it is still running.
+//
+// With [CopyKernel] the scattered whole pages of a segment move with one
+// launch of a gather/scatter kernel written as PTX text ([CopyPagesPTX],
+// loaded with cuModuleLoadData, so no nvcc is needed), reading or writing
+// pinned host pages through their device mapping. [CopyAuto] times both
+// ways on the fresh pools and keeps the faster ([Pools.Calibration]). The
+// PTX is checked for well-formedness by the tests here; only a GPU run
+// (TestGPU_Kernel in scripts/gpu-check.sh) shows the driver accepts it.
+//
+// [Pools.Stats] counts batches, copy calls, kernels, bytes each way, the
+// CUDA event time of the batches (PoolsConfig.Timing) and the synchronous
+// slot traffic (canary records through the staging buffer).
 //
 // # Locking rules
 //
