@@ -119,7 +119,7 @@ static void exec_op(fstream *s, fop *o) {
 	}
 	st.copies_run += o->kind != OP_KERNEL;
 	execs++;
-	if (cfg.fail_exec_at > 0 && execs == cfg.fail_exec_at) {
+	if ((cfg.fail_exec_at > 0 && execs == cfg.fail_exec_at) || (cfg.fail_exec_every > 0 && execs % cfg.fail_exec_every == 0)) {
 		if (s->err == 0) s->err = cfg.fail_exec_code ? cfg.fail_exec_code : RKV_ERROR_ILLEGAL_ADDRESS;
 		st.kernels_run += o->kind == OP_KERNEL;
 		return;
@@ -310,7 +310,8 @@ static rkv_result f_host_dptr(rkv_dptr *d, void *p, unsigned flags) {
 // enqueue_copy validates and queues one copy (or fails it by count).
 static rkv_result enqueue_locked(fstream *s, fop op, int dst_dev, int src_dev) {
 	st.copies_issued++;
-	if (cfg.fail_enqueue_at > 0 && st.copies_issued == cfg.fail_enqueue_at)
+	if ((cfg.fail_enqueue_at > 0 && st.copies_issued == cfg.fail_enqueue_at) ||
+	    (cfg.fail_enqueue_every > 0 && st.copies_issued % cfg.fail_enqueue_every == 0))
 		return cfg.fail_enqueue_code ? cfg.fail_enqueue_code : RKV_ERROR_INVALID_VALUE;
 	size_t rows = op.kind == OP_COPY2D ? op.rows : 1;
 	if (op.width == 0 || rows == 0) return RKV_SUCCESS;

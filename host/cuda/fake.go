@@ -17,6 +17,9 @@ type FakeConfig struct {
 	// FailAllocAt fails the n-th allocation (device or pinned) with
 	// CUDA_ERROR_OUT_OF_MEMORY; 0: never.
 	FailAllocAt int
+	// FailIssueEvery and FailRunEvery fail every n-th copy issued or run
+	// the same ways; 0: never.
+	FailIssueEvery, FailRunEvery int
 }
 
 // FakeStats counts what the fake driver did since it was configured.

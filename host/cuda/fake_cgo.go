@@ -17,7 +17,7 @@ func (c FakeConfig) c() C.rkv_fake_config {
 		devices: C.int(c.Devices), mem_limit: C.size_t(c.MemLimit), query_delay: C.int(c.QueryDelay),
 		fail_enqueue_at: C.long(c.FailIssueAt), fail_enqueue_code: C.int(c.FailIssueCode),
 		fail_exec_at: C.long(c.FailRunAt), fail_exec_code: C.int(c.FailRunCode),
-		fail_alloc_at: C.int(c.FailAllocAt),
+		fail_alloc_at: C.int(c.FailAllocAt), fail_enqueue_every: C.long(c.FailIssueEvery), fail_exec_every: C.long(c.FailRunEvery),
 	}
 }
 

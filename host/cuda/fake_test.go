@@ -722,3 +722,105 @@ func TestPools_CopyAuto(t *testing.T) {
 	require.Equal(t, CopyMemcpy, ps.Mode())
 	require.NoError(t, ps.Close())
 }
+
+// TestController_FaultyDriver: the controller's workload on CUDA pools
+// whose driver fails every n-th copy, when issued or while it runs (the
+// copies of backups, load-backs and forks, and the staging copies of the
+// canary). Every failure surfaces as an error of the call or a rolled-back
+// transfer; the accounting audits clean every 10 steps and at the end, and
+// the canary never reports a mismatch.
+func TestController_FaultyDriver(t *testing.T) {
+	for _, set := range controllerSets {
+		for _, wp := range []core.WritePolicy{core.WriteThrough, core.WriteBack} {
+			t.Run(set.name+"/"+wp.String(), func(t *testing.T) {
+				dev := fakeDevice(t, FakeConfig{QueryDelay: 1})
+				faulty := FakeConfig{QueryDelay: 1, FailIssueEvery: 53, FailRunEvery: 37}
+				ConfigureFake(faulty)
+				cfg := set.cfg
+				cfg.HostTier, cfg.WritePolicy = true, wp
+				g := tinyGeom
+				g.PageSize = cfg.PageSize
+				pc := PoolsConfig{Geometry: g, Tokens: 64, HostTokens: 96}
+				if has(cfg, core.SWA) {
+					pc.SWATokens, pc.HostSWATokens = 64, 64
+				}
+				if has(cfg, core.Mamba) {
+					pc.States, pc.HostStates = 10, 12
+				}
+				ps, err := NewPools(dev, pc)
+				require.NoError(t, err)
+				t.Cleanup(func() { require.NoError(t, ps.Close()) })
+				eng, err := native.NewDirectEngine(cfg)
+				require.NoError(t, err)
+				c, err := native.NewController(eng, ps, native.ControllerConfig{Canary: true, VerifyMatches: true})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = c.Close() })
+				// Audit reads slots (the canary) too: run it on a healthy driver,
+				// every 10 steps (reconfiguring restarts the fault counts).
+				audit := func(step int) {
+					if step%10 != 9 {
+						return
+					}
+					ConfigureFake(FakeConfig{QueryDelay: 1})
+					require.NoError(t, c.Audit(), "step %d", step)
+					ConfigureFake(faulty)
+				}
+				failed := faultyWorkload(t, c, 7, 300, audit)
+				st := c.Stats()
+				require.Zero(t, st.CanaryMismatches)
+				require.NotZero(t, failed+int(ps.Stats().Failed), "no fault reached the controller")
+				t.Logf("%d calls failed; transfers %+v", failed, ps.Stats())
+				ConfigureFake(FakeConfig{QueryDelay: 1})
+				require.NoError(t, c.Audit())
+			})
+		}
+	}
+}
+
+// faultyWorkload is workload tolerating driver failures: a call that fails
+// must fail with a driver error, and the request is aborted.
+func faultyWorkload(t *testing.T, c *native.Controller, seed uint64, steps int, audit func(step int)) (failed int) {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	prefixes := make([][]uint32, 5)
+	for i := range prefixes {
+		p := make([]uint32, 4+2*rng.IntN(8))
+		for k := range p {
+			p[k] = uint32(1 + rng.IntN(50))
+		}
+		prefixes[i] = p
+	}
+	driverErr := func(err error) bool {
+		var e *Error
+		return errors.As(err, &e) || errors.Is(err, native.ErrTransfer)
+	}
+	for step := 0; step < steps; step++ {
+		tokens := append([]uint32(nil), prefixes[rng.IntN(len(prefixes))]...)
+		for k := rng.IntN(10); k > 0; k-- {
+			tokens = append(tokens, uint32(1+rng.IntN(50)))
+		}
+		r, err := c.Arrive(core.Namespace{}, tokens)
+		if err != nil {
+			require.True(t, driverErr(err), "step %d: %v", step, err)
+			require.NotErrorIs(t, err, native.ErrCanaryMismatch)
+			failed++
+			audit(step)
+			continue
+		}
+		err = c.Prefill(r, r.Pending())
+		if err == nil {
+			err = c.Finish(r)
+		}
+		if err != nil {
+			require.True(t, driverErr(err) || errors.Is(err, native.ErrPoolExhausted), "step %d: %v", step, err)
+			require.NotErrorIs(t, err, native.ErrCanaryMismatch)
+			failed++
+			if !r.Done() {
+				if err := c.Abort(r); err != nil {
+					require.True(t, driverErr(err), "step %d abort: %v", step, err)
+				}
+			}
+		}
+		audit(step)
+	}
+	return failed
+}

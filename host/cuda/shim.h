@@ -156,6 +156,8 @@ typedef struct {
 	long fail_exec_at;         // the n-th copy executed fails when it runs (0: never)
 	int fail_exec_code;        // reported by the next event query/synchronize on its stream
 	int fail_alloc_at;         // the n-th cuMemAlloc/cuMemHostAlloc fails with OUT_OF_MEMORY (0: never)
+	long fail_enqueue_every;   // every n-th async copy issued fails at once (0: never)
+	long fail_exec_every;      // every n-th copy executed fails when it runs (0: never)
 } rkv_fake_config;
 
 typedef struct {
