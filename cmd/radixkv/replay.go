@@ -309,7 +309,13 @@ func (s *settings) memPools(cfg core.Config) (native.Pools, error) {
 	if s.canary {
 		slotBytes = native.CanaryBytes
 	}
-	pool, err := native.NewMemPool(s.capacity, slotBytes)
+	// The device KV pool allocates whole pages of the tree's page size
+	// (without SWA, whose slots the controller maps one by one).
+	page := max(s.pageSize, 1)
+	if s.has(core.SWA) {
+		page = 1
+	}
+	pool, err := native.NewPagedMemPool(s.capacity, slotBytes, page)
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,11 @@ import (
 var errClosed = native.ErrClosed
 
 // slots is the part every CUDA pool shares: the layout and the slot
-// accounting, which is host/native's allocator (a storage-less MemPool:
-// all-or-nothing Alloc and Free, double free and foreign slots detected).
+// accounting, which is host/native's page-granular allocator (a
+// storage-less paged MemPool whose pages are the layout's pages:
+// all-or-nothing Alloc and Free, double free and foreign slots detected),
+// so a controller that allocates by page gets slots whose pages move in
+// one copy each.
 type slots struct {
 	name   string
 	dev    *Device
@@ -38,7 +41,7 @@ func newSlots(name string, dev *Device, lay layout, capacity int) (slots, error)
 	if capacity > 1<<31-1 || uint64(capacity/lay.pageTokens)*uint64(lay.pageBytes()) > 1<<50 {
 		return slots{}, fmt.Errorf("%w: %s: %d slots of %d bytes is too large", ErrGeometry, name, capacity, lay.slotBytes())
 	}
-	acct, err := native.NewMemPool(capacity, 0)
+	acct, err := native.NewPagedMemPool(capacity, 0, lay.pageTokens)
 	if err != nil {
 		return slots{}, err
 	}
@@ -79,6 +82,31 @@ func (p *slots) SlotBytes() int { return p.lay.slotBytes() }
 
 // PageSize is the number of slots a page holds (and moves in one copy).
 func (p *slots) PageSize() int { return p.lay.pageTokens }
+
+// AllocPages appends the slots of n fresh whole pages to dst, all or none
+// (native.PagedPool).
+func (p *slots) AllocPages(dst []int32, n int) ([]int32, error) {
+	if p.closed {
+		return dst, fmt.Errorf("%w: %s", errClosed, p.name)
+	}
+	return p.acct.AllocPages(dst, n)
+}
+
+// FreePages frees whole pages, all or none (native.PagedPool).
+func (p *slots) FreePages(s []int32) error {
+	if p.closed {
+		return fmt.Errorf("%w: %s", errClosed, p.name)
+	}
+	return p.acct.FreePages(s)
+}
+
+// AvailablePages is the number of whole pages free.
+func (p *slots) AvailablePages() int {
+	if p.closed {
+		return 0
+	}
+	return p.acct.AvailablePages()
+}
 
 // Bytes is the pool's memory.
 func (p *slots) Bytes() int { return p.bytes() }
@@ -384,6 +412,6 @@ func (p *HostPool) Close() error {
 }
 
 var (
-	_ native.Pool = (*DevicePool)(nil)
-	_ native.Pool = (*HostPool)(nil)
+	_ native.PagedPool = (*DevicePool)(nil)
+	_ native.PagedPool = (*HostPool)(nil)
 )
