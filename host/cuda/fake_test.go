@@ -20,6 +20,9 @@ import (
 
 // tinyGeom: 2 layers × 1 head × 4 dims × 2 bytes = 8-byte rows, 32 bytes a
 // token, pages of 4 tokens (128 bytes, a multiple of 16 for the kernel).
+// CanaryBytes is the slot size of the memory pools compared with.
+const CanaryBytes = native.CanaryBytes
+
 var tinyGeom = Geometry{Layers: 2, KVHeads: 1, HeadDim: 4, DTypeBytes: 2, PageSize: 4, SWALayers: 1, StateBytes: 48}
 
 // fakeDevice opens device 0 of the fake driver configured with cfg and
@@ -823,4 +826,59 @@ func faultyWorkload(t *testing.T, c *native.Controller, seed uint64, steps int, 
 		audit(step)
 	}
 	return failed
+}
+
+// TestController_SameAsMemPools: with completions that are ready at the
+// first poll (QueryDelay 0), the controller on CUDA pools makes exactly the
+// decisions it makes on native's synchronous memory pools: the same
+// counters for the same workload (but the bytes moved, which count slot
+// sizes).
+func TestController_SameAsMemPools(t *testing.T) {
+	for _, set := range controllerSets {
+		for _, wp := range []core.WritePolicy{core.WriteThrough, core.WriteBack} {
+			t.Run(set.name+"/"+wp.String(), func(t *testing.T) {
+				cfg := set.cfg
+				cfg.HostTier, cfg.WritePolicy = true, wp
+				sizes := map[[2]int]int{{0, 0}: 64, {0, 1}: 96}
+				if has(cfg, core.SWA) {
+					sizes[[2]int{1, 0}], sizes[[2]int{1, 1}] = 64, 64
+				}
+				if has(cfg, core.Mamba) {
+					sizes[[2]int{2, 0}], sizes[[2]int{2, 1}] = 10, 12
+				}
+				run := func(pools native.Pools) native.Stats {
+					eng, err := native.NewDirectEngine(cfg)
+					require.NoError(t, err)
+					c, err := native.NewController(eng, pools, native.ControllerConfig{Canary: true, VerifyMatches: true})
+					require.NoError(t, err)
+					workload(t, c, 21, 300)
+					require.NoError(t, c.Close())
+					st := c.Stats()
+					st.BytesMoved = 0
+					return st
+				}
+				mem := &native.PoolSet{}
+				for k, n := range sizes {
+					page := 1
+					if k[0] != int(core.Mamba) {
+						page = cfg.PageSize
+					}
+					p, err := native.NewPagedMemPool(n, CanaryBytes, page)
+					require.NoError(t, err)
+					require.NoError(t, mem.Set(core.Component(k[0]), native.Tier(k[1]), p))
+				}
+				want := run(mem)
+
+				dev := fakeDevice(t, FakeConfig{})
+				g := tinyGeom
+				g.PageSize = cfg.PageSize
+				ps, err := NewPools(dev, PoolsConfig{Geometry: g, Tokens: sizes[[2]int{0, 0}], HostTokens: sizes[[2]int{0, 1}],
+					SWATokens: sizes[[2]int{1, 0}], HostSWATokens: sizes[[2]int{1, 1}], States: sizes[[2]int{2, 0}], HostStates: sizes[[2]int{2, 1}]})
+				require.NoError(t, err)
+				t.Cleanup(func() { require.NoError(t, ps.Close()) })
+				require.Equal(t, want, run(ps))
+				require.NotZero(t, ps.Stats().Batches)
+			})
+		}
+	}
 }
