@@ -882,3 +882,32 @@ func TestController_SameAsMemPools(t *testing.T) {
 		}
 	}
 }
+
+// TestPools_KernelChunks: a segment of more scattered whole pages than one
+// launch's grid takes is split over launches.
+func TestPools_KernelChunks(t *testing.T) {
+	dev := fakeDevice(t, FakeConfig{})
+	g := Geometry{Layers: 1, KVHeads: 1, HeadDim: 4, DTypeBytes: 2, PageSize: 1} // 16-byte pages
+	const n = maxKernelPages + 100
+	ps, err := NewPools(dev, PoolsConfig{Geometry: g, Tokens: 2 * n, HostTokens: n, Mode: CopyKernel})
+	require.NoError(t, err)
+	defer ps.Close()
+	d, _ := ps.Pool(core.Full, native.Device).Alloc(nil, 2*n)
+	h, _ := ps.Pool(core.Full, native.Host).Alloc(nil, n)
+	src := make([]int32, n)
+	for i := range src {
+		src[i] = d[2*i]
+		require.NoError(t, ps.Pool(core.Full, native.Device).Write(src[i], []byte(fmt.Sprintf("%016d", i))))
+	}
+	var b native.Batch
+	b.Add(core.Full, native.Device, native.Host, src, h)
+	c, err := ps.Start(&b)
+	require.NoError(t, err)
+	require.NoError(t, c.Wait())
+	require.Equal(t, uint64(2), ps.Stats().Kernels)
+	got := make([]byte, 16)
+	for _, i := range []int{0, maxKernelPages - 1, maxKernelPages, n - 1} {
+		require.NoError(t, ps.Pool(core.Full, native.Host).Read(h[i], got))
+		require.Equal(t, fmt.Sprintf("%016d", i), string(got))
+	}
+}

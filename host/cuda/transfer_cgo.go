@@ -571,10 +571,14 @@ func (ps *Pools) issue(pl *plan) (native.Completion, error) {
 				putU32(list[4*i:], pl.pages[kind][2*i])
 				putU32(list[4*(n+i):], pl.pages[kind][2*i+1])
 			}
-			if err := ps.dev.launchCopyPages(s, pl.kdst[kind], pl.ksrc[kind], m.dptr, m.dptr+uint64(4*n), pl.kbytes[kind], n); err != nil {
-				return fail(err)
+			// One launch takes up to 65535 pages (one grid row each).
+			for lo := 0; lo < n; lo += maxKernelPages {
+				k := min(n-lo, maxKernelPages)
+				if err := ps.dev.launchCopyPages(s, pl.kdst[kind], pl.ksrc[kind], m.dptr+uint64(4*lo), m.dptr+uint64(4*(n+lo)), pl.kbytes[kind], k); err != nil {
+					return fail(err)
+				}
+				kernels++
 			}
-			kernels++
 		}
 		ev, err := ps.event()
 		if err != nil {
@@ -600,6 +604,9 @@ func (ps *Pools) issue(pl *plan) (native.Completion, error) {
 	}
 	return c, nil
 }
+
+// maxKernelPages is the most pages one kernel launch copies (grid rows).
+const maxKernelPages = 65535
 
 func putU32(b []byte, v uint32) {
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
