@@ -35,8 +35,10 @@
 // [NewStatePool] Mamba state pools (one contiguous state a slot);
 // [NewHostKVPool], [NewHostSWAPool] and [NewHostStatePool] pinned host pools
 // (cuMemHostAlloc, mapped into the device's address space) with the same
-// layouts. All of them are native.Pool: slot accounting is host/native's
-// allocator (all-or-nothing, double free and foreign slots detected); a
+// layouts. All of them are native.PagedPool: slot accounting is
+// host/native's page-granular allocator with the layout's pages
+// (all-or-nothing, double free and foreign slots detected), so a
+// controller allocating by page gets pages that move in one copy; a
 // device pool's Read, Write and Copy are synchronous copies through a pinned
 // staging buffer (the KV canary's records travel that way), a host pool's
 // touch host memory directly.
