@@ -188,9 +188,13 @@ func (c *Controller) freeSlots(p Pool, slots []int32) error {
 		return nil
 	}
 	if c.cfg.Canary && p.SlotBytes() >= CanaryBytes {
-		for _, s := range slots {
-			if err := p.Write(s, c.zero[:]); err != nil {
-				c.stats.PoisonFailures++
+		if mem, ok := rawMem(p); ok {
+			mem.poison(slots, p.Capacity())
+		} else {
+			for _, s := range slots {
+				if err := p.Write(s, c.zero[:]); err != nil {
+					c.stats.PoisonFailures++
+				}
 			}
 		}
 	}
