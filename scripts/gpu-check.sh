@@ -11,7 +11,9 @@
 # build` for the CLI) and need only libc and the CUDA driver at run time
 # (libcuda.so.1 is dlopened). Carry bin/gpu-check with the tree. Outputs go
 # to $OUT (the device runner's folder) or bin/gpu-check/out. Under 5
-# minutes on one H100/H200: every step has its own timeout.
+# minutes on one H100/H200: every step has its own timeout (90 + 60 + 75 +
+# 60 s at most). Rebuild with --build-only after changing the code: a run
+# uses the binaries it finds.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${GPU_CHECK_BIN:-bin/gpu-check}
@@ -53,7 +55,7 @@ step "device"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
 
 step "GPU tests (kernel JIT, transfer model, controller workload with the canary)"
-timeout 150 "$BIN/cuda.test" -test.run 'TestLoad_RealDriver|TestGPU_' -test.v -test.count=1 >"$OUTDIR/tests.txt" 2>&1
+timeout 90 "$BIN/cuda.test" -test.run 'TestLoad_RealDriver|TestGPU_' -test.v -test.count=1 >"$OUTDIR/tests.txt" 2>&1
 rc=$?
 grep -E '^(=== RUN|--- |    --- |PASS|FAIL|ok)|skipped|mismatch' "$OUTDIR/tests.txt" | grep -v '=== RUN' | head -40
 [ $rc -eq 0 ] || { echo "GPU tests failed (rc $rc): see $OUTDIR/tests.txt"; status=1; }
@@ -63,7 +65,7 @@ fi
 
 if command -v compute-sanitizer >/dev/null; then
 	step "compute-sanitizer memcheck (transfer model, kernel)"
-	timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/cuda.test" -test.run 'TestGPU_Kernel|TestGPU_TransferModel' >"$OUTDIR/sanitizer.txt" 2>&1
+	timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/cuda.test" -test.short -test.run 'TestGPU_Kernel|TestGPU_TransferModel' >"$OUTDIR/sanitizer.txt" 2>&1
 	rc=$?
 	tail -3 "$OUTDIR/sanitizer.txt"
 	[ $rc -eq 0 ] || { echo "compute-sanitizer: rc $rc"; status=1; }
@@ -72,7 +74,7 @@ else
 fi
 
 step "transfer benchmark (512 MiB batches; GB/s by wall time, the batch vs one contiguous copy of the same bytes)"
-timeout 150 "$BIN/cuda.test" -test.run '^$' -test.bench 'BenchmarkTransfer' -test.benchtime 10x >"$OUTDIR/bench.txt" 2>&1
+timeout 75 "$BIN/cuda.test" -test.run '^$' -test.bench 'BenchmarkTransfer' -test.benchtime 10x >"$OUTDIR/bench.txt" 2>&1
 rc=$?
 awk '/^BenchmarkTransfer\// {
 	split($1, p, "/"); sub(/-[0-9]+$/, "", p[6])
@@ -89,7 +91,7 @@ awk '/^BenchmarkTransfer\// {
 [ $rc -eq 0 ] || { echo "benchmark failed (rc $rc): see $OUTDIR/bench.txt"; tail -5 "$OUTDIR/bench.txt"; status=1; }
 
 step "radixkv replay --pools $POOLS (llama-3-8b geometry, or tiny on the fake; host tier, canary on device)"
-timeout 120 "$BIN/radixkv" replay --pools $POOLS --engine direct --requests 500 --capacity 50000 --host-capacity 150000 --cuda-copy auto --quiet >"$OUTDIR/replay.txt" 2>&1
+timeout 60 "$BIN/radixkv" replay --pools $POOLS --engine direct --requests 300 --capacity 50000 --host-capacity 150000 --cuda-copy auto --quiet >"$OUTDIR/replay.txt" 2>&1
 rc=$?
 grep -E 'hit rate|host tier|bytes moved|pools|geometry|batched|bandwidth|synchronous|canary|^time' "$OUTDIR/replay.txt"
 [ $rc -eq 0 ] || { echo "replay failed (rc $rc)"; tail -5 "$OUTDIR/replay.txt"; status=1; }

@@ -40,7 +40,7 @@ func TestGPU_Kernel(t *testing.T) {
 func TestGPU_TransferModel(t *testing.T) {
 	dev := realDevice(t)
 	for _, mode := range []CopyMode{CopyMemcpy, CopyKernel} {
-		t.Run(mode.String(), func(t *testing.T) { transferModel(t, dev, mode, 400) })
+		t.Run(mode.String(), func(t *testing.T) { transferModel(t, dev, mode, gpuSteps()) })
 	}
 }
 
@@ -53,9 +53,18 @@ func TestGPU_Controller(t *testing.T) {
 		for _, wp := range []core.WritePolicy{core.WriteThrough, core.WriteBack} {
 			t.Run(set.name+"/"+wp.String(), func(t *testing.T) {
 				for _, mode := range []CopyMode{CopyMemcpy, CopyKernel} {
-					t.Run(mode.String(), func(t *testing.T) { controllerOn(t, dev, set.cfg, true, wp, mode, 11, 400) })
+					t.Run(mode.String(), func(t *testing.T) { controllerOn(t, dev, set.cfg, true, wp, mode, 11, gpuSteps()) })
 				}
 			})
 		}
 	}
+}
+
+// gpuSteps is the length of the GPU workloads: short under -test.short
+// (compute-sanitizer slows every call down).
+func gpuSteps() int {
+	if testing.Short() {
+		return 60
+	}
+	return 400
 }
