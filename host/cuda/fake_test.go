@@ -895,8 +895,11 @@ func TestPools_KernelChunks(t *testing.T) {
 	d, _ := ps.Pool(core.Full, native.Device).Alloc(nil, 2*n)
 	h, _ := ps.Pool(core.Full, native.Host).Alloc(nil, n)
 	src := make([]int32, n)
+	checked := []int{0, maxKernelPages - 1, maxKernelPages, n - 1}
 	for i := range src {
 		src[i] = d[2*i]
+	}
+	for _, i := range checked {
 		require.NoError(t, ps.Pool(core.Full, native.Device).Write(src[i], []byte(fmt.Sprintf("%016d", i))))
 	}
 	var b native.Batch
@@ -906,7 +909,7 @@ func TestPools_KernelChunks(t *testing.T) {
 	require.NoError(t, c.Wait())
 	require.Equal(t, uint64(2), ps.Stats().Kernels)
 	got := make([]byte, 16)
-	for _, i := range []int{0, maxKernelPages - 1, maxKernelPages, n - 1} {
+	for _, i := range checked {
 		require.NoError(t, ps.Pool(core.Full, native.Host).Read(h[i], got))
 		require.Equal(t, fmt.Sprintf("%016d", i), string(got))
 	}
