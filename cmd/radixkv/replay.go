@@ -22,6 +22,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	s.cacheFlags(fs)
 	fs.BoolVar(&s.json, "json", false, "print the report as one JSON object")
 	fs.BoolVar(&s.quiet, "quiet", false, "draw no progress bar")
+	s.gpu.register(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the replay loop to `file` (go tool pprof)")
 	fs.StringVar(&s.mambaPolicy, "mamba-policy", "lru", "SSM snapshot policy of --cache blocks with mamba: lru (finish-leaf states, the seed's recency order) or marconi (also branch-point states, evicted by recency + alpha * FLOPs saved per byte)")
 	fs.StringVar(&s.model, "model", "7b-hybrid", "hybrid model preset for FLOP accounting and marconi: 7b-hybrid (24 SSM / 4 attention / 28 MLP layers, d=4096, n=128)")
@@ -93,55 +94,31 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	slotBytes := 0
-	if s.canary {
-		slotBytes = native.CanaryBytes
-	}
-	// The device KV pool allocates whole pages of the tree's page size
-	// (without SWA, whose slots the controller maps one by one).
-	page := max(s.pageSize, 1)
-	if s.has(core.SWA) {
-		page = 1
-	}
-	pool, err := native.NewPagedMemPool(s.capacity, slotBytes, page)
-	if err != nil {
-		eng.Close()
-		return nil, err
-	}
-	pools := native.NewPoolSet(pool)
-	type poolSpec struct {
-		comp     core.Component
-		tier     native.Tier
-		capacity int
-	}
-	var specs []poolSpec
-	for _, aux := range []poolSpec{{core.SWA, native.Device, s.swaCapacity}, {core.Mamba, native.Device, s.mambaCapacity}} {
-		if s.has(aux.comp) {
-			specs = append(specs, aux)
-		}
-	}
-	if cfg.HostTier {
-		for _, comp := range cfg.Components {
-			specs = append(specs, poolSpec{comp, native.Host, s.hostPoolCapacity(comp)})
-		}
-	}
-	for _, ps := range specs {
-		p, err := native.NewMemPool(ps.capacity, slotBytes)
-		if err == nil {
-			err = pools.Set(ps.comp, ps.tier, p)
-		}
-		if err != nil {
+	var pools native.Pools
+	var gpu *gpuSet
+	if s.gpu.pools != "mem" {
+		if s.gpu.pools != "cuda" && s.gpu.pools != "cuda-fake" {
 			eng.Close()
-			pools.Close()
+			return nil, fmt.Errorf("--pools %q: want mem, cuda or cuda-fake", s.gpu.pools)
+		}
+		if gpu, err = s.newGPUPools(cfg); err != nil {
+			eng.Close()
 			return nil, err
 		}
+		pools = gpu.pools
+		defer gpu.close()
+	} else if pools, err = s.memPools(cfg); err != nil {
+		eng.Close()
+		return nil, err
 	}
 	var lat struct{ arrive, prefill, extend, finish, evict latency }
 	ctl, err := native.NewController(&timedEngine{Engine: eng, evict: &lat.evict}, pools,
 		native.ControllerConfig{Canary: s.canary, VerifyMatches: s.canary})
 	if err != nil {
 		eng.Close()
-		pools.Close()
+		if gpu == nil {
+			pools.Close()
+		}
 		return nil, err
 	}
 	defer ctl.Close()
@@ -267,6 +244,9 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	rep.Evictions.Tokens = int64(st.EvictedTokens)
 	rep.Bytes.Written = int64(st.BytesWritten)
 	rep.Bytes.Moved = int64(st.BytesMoved)
+	if gpu != nil {
+		rep.GPU = gpu.report(s)
+	}
 	full, err := ctl.Engine().Evictable(core.Full)
 	if err != nil {
 		return nil, err
@@ -339,6 +319,53 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 		rep.Latency["extend"] = lat.extend.summary()
 	}
 	return rep, nil
+}
+
+// memPools builds the Go-memory pools of a replay: a slot holds the
+// canary record only.
+func (s *settings) memPools(cfg core.Config) (native.Pools, error) {
+	slotBytes := 0
+	if s.canary {
+		slotBytes = native.CanaryBytes
+	}
+	// The device KV pool allocates whole pages of the tree's page size
+	// (without SWA, whose slots the controller maps one by one).
+	page := max(s.pageSize, 1)
+	if s.has(core.SWA) {
+		page = 1
+	}
+	pool, err := native.NewPagedMemPool(s.capacity, slotBytes, page)
+	if err != nil {
+		return nil, err
+	}
+	pools := native.NewPoolSet(pool)
+	type poolSpec struct {
+		comp     core.Component
+		tier     native.Tier
+		capacity int
+	}
+	var specs []poolSpec
+	for _, aux := range []poolSpec{{core.SWA, native.Device, s.swaCapacity}, {core.Mamba, native.Device, s.mambaCapacity}} {
+		if s.has(aux.comp) {
+			specs = append(specs, aux)
+		}
+	}
+	if cfg.HostTier {
+		for _, comp := range cfg.Components {
+			specs = append(specs, poolSpec{comp, native.Host, s.hostPoolCapacity(comp)})
+		}
+	}
+	for _, ps := range specs {
+		p, err := native.NewMemPool(ps.capacity, slotBytes)
+		if err == nil {
+			err = pools.Set(ps.comp, ps.tier, p)
+		}
+		if err != nil {
+			pools.Close()
+			return nil, err
+		}
+	}
+	return pools, nil
 }
 
 // lifecycleError explains a failed allocation in terms of the flags.

@@ -74,6 +74,7 @@ type report struct {
 	Hybrid       *hybridReport   `json:"hybrid,omitempty"`
 	Snapshots    *snapshotReport `json:"snapshots,omitempty"`
 	HostTier     *hostReport     `json:"host_tier,omitempty"`
+	GPU          *gpuReport      `json:"gpu,omitempty"`
 
 	Canary struct {
 		Enabled    bool   `json:"enabled"`
@@ -266,6 +267,9 @@ func (r *report) writeText(w io.Writer) error {
 		p("bytes moved\t%s\t(slots hold no bytes with --canary=false)", count(r.Bytes.Moved))
 	default:
 		p("bytes moved\t%s\t(slot bytes copied between device and host pools)", count(r.Bytes.Moved))
+	}
+	if r.GPU != nil {
+		r.GPU.lines(p)
 	}
 	if s.Cache == "blocks" {
 		p("canary\t%s\t(%s matched blocks checked against the prefix they must hold)", c.Verdict, count(c.Checked))

@@ -55,6 +55,8 @@ type settings struct {
 	json  bool
 	quiet bool
 
+	gpu gpuFlags // replay --pools
+
 	explicit map[string]bool // flags given on the command line
 }
 
