@@ -35,14 +35,14 @@ type snapshotReport struct {
 	Resident         int     `json:"resident"`           // states in the pool at the end
 	Tiered           int     `json:"tiered"`             // states in the tier at the end
 	Policy           string  `json:"policy"`             // --mamba-policy
-	Model            string  `json:"model"`              // --model preset (FLOP accounting, Marconi)
+	Model            string  `json:"model"`              // --hybrid-model preset (FLOP accounting, Marconi)
 	Branches         int64   `json:"branches"`           // branch-point checkpoints admitted (marconi)
 	FLOPsSaved       float64 `json:"flops_saved"`        // prefill FLOPs the snapshot hits saved
 	Alpha            float64 `json:"alpha"`              // Marconi's weight at the end
 	TunedAt          int     `json:"tuned_at"`           // request after which alpha was tuned; -1: not tuned
 }
 
-// modelPresets are the hybrid geometries --model names.
+// modelPresets are the hybrid geometries --hybrid-model names.
 var modelPresets = map[string]snapshot.Model{
 	"7b-hybrid": snapshot.Model7BHybrid,
 }
@@ -68,9 +68,9 @@ func (s *settings) checkBlocks() error {
 		return fmt.Errorf("unknown --mamba-policy %q (known: %s)", s.mambaPolicy, strings.Join(mambaPolicies, ", "))
 	}
 	if _, ok := modelPresets[s.model]; !ok {
-		return fmt.Errorf("unknown --model %q (known: 7b-hybrid)", s.model)
+		return fmt.Errorf("unknown --hybrid-model %q (known: 7b-hybrid)", s.model)
 	}
-	for _, f := range []string{"mamba-policy", "model", "marconi-alpha", "marconi-window"} {
+	for _, f := range []string{"mamba-policy", "hybrid-model", "marconi-alpha", "marconi-window"} {
 		if s.explicit[f] && !s.has(core.Mamba) {
 			return fmt.Errorf("--%s applies to the SSM snapshots of --cache blocks with mamba in --components", f)
 		}

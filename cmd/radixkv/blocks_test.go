@@ -94,7 +94,7 @@ func TestReplay_BlocksErrors(t *testing.T) {
 		{[]string{"--cache", "blocks", "--host-capacity", "1000"}, "no host KV tier"},
 		{[]string{"--cache", "blocks", "--mamba-policy", "marconi"}, "applies to the SSM snapshots"},
 		{[]string{"--cache", "blocks", "--components", "full,mamba", "--mamba-policy", "arc"}, "unknown --mamba-policy"},
-		{[]string{"--cache", "blocks", "--components", "full,mamba", "--model", "70b"}, "unknown --model"},
+		{[]string{"--cache", "blocks", "--components", "full,mamba", "--hybrid-model", "70b"}, "unknown --hybrid-model"},
 		{[]string{"--cache", "blocks", "--components", "full,mamba", "--marconi-window", "0"}, "--marconi-window at least 1"},
 	} {
 		code, out, errOut := cli(t, append([]string{"replay", "--requests", "20"}, tc.args...)...)

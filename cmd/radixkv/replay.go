@@ -25,7 +25,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	s.gpu.register(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the replay loop to `file` (go tool pprof)")
 	fs.StringVar(&s.mambaPolicy, "mamba-policy", "lru", "SSM snapshot policy of --cache blocks with mamba: lru (finish-leaf states, the seed's recency order) or marconi (also branch-point states, evicted by recency + alpha * FLOPs saved per byte)")
-	fs.StringVar(&s.model, "model", "7b-hybrid", "hybrid model preset for FLOP accounting and marconi: 7b-hybrid (24 SSM / 4 attention / 28 MLP layers, d=4096, n=128)")
+	fs.StringVar(&s.model, "hybrid-model", "7b-hybrid", "hybrid model preset for FLOP accounting and marconi: 7b-hybrid (24 SSM / 4 attention / 28 MLP layers, d=4096, n=128)")
 	fs.Float64Var(&s.marconiAlpha, "marconi-alpha", -1, "marconi's alpha; -1 tunes it once by replaying --marconi-window requests from the first state eviction for each alpha in 0..2 step 0.1")
 	fs.IntVar(&s.marconiWindow, "marconi-window", 500, "requests marconi replays to tune alpha")
 	fs.StringVar(&s.cache, "cache", "tree", "cache structure: tree (the unified radix tree through --engine) or blocks (the block-cache facade of the second seed behind --engine: block size --page-size, LRU, with mamba an SSM snapshot index)")
@@ -50,7 +50,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	var rep *report
 	switch s.cache {
 	case "tree":
-		for _, f := range []string{"mamba-policy", "model", "marconi-alpha", "marconi-window"} {
+		for _, f := range []string{"mamba-policy", "hybrid-model", "marconi-alpha", "marconi-window"} {
 			if s.explicit[f] {
 				return fmt.Errorf("--%s applies to the SSM snapshot index of --cache blocks (the tree's Mamba states keep their LRU order)", f)
 			}
