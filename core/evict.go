@@ -138,12 +138,21 @@ func (t *Tree) evictNext(dst []Action) (EvictStep, []Action, error) {
 		if !n.live || n.gen != e.gen || n.dpos < 0 {
 			continue // stale: evicted, locked or gained a device child since start
 		}
+		mark := len(dst)
+		if t.cfg.policy.trim && len(t.comps) == 1 {
+			// Free only what is still wanted, from the leaf's end: any
+			// request that would use the end uses the front too.
+			var err error
+			if dst, err = t.trimLeaf(e.idx, w.want-w.freed, dst); err != nil {
+				return EvictStep{}, dst, err
+			}
+			n = &t.nodes[e.idx]
+		}
 		w.lastParent, w.parentGen = n.parent, t.nodes[n.parent].gen
 		id := t.handle(e.idx)
 		if t.cfg.policy.onEvict != nil {
 			t.cfg.policy.onEvict(t, n)
 		}
-		mark := len(dst)
 		before := t.evictable[Full] + t.protected[Full]
 		atoms := len(n.dev[Full])
 		var err error
@@ -258,6 +267,20 @@ func (t *Tree) cascade(i int32, trig Component, l layer, acts []Action) ([]Actio
 	}
 	t.refreshLeaf(i)
 	return acts, nil
+}
+
+// trimLeaf splits leaf i so that its end holds the fewest whole pages that
+// cover want atoms; the end keeps slot i (the caller evicts it) and the
+// front becomes its parent. A leaf no longer than that is left whole.
+func (t *Tree) trimLeaf(i int32, want int, dst []Action) ([]Action, error) {
+	page := t.cfg.page
+	atoms := t.keyAtoms(&t.nodes[i])
+	drop := (want + page - 1) / page * page
+	if drop <= 0 || drop >= atoms {
+		return dst, nil
+	}
+	_, dst, err := t.split(i, atoms-drop, dst)
+	return dst, err
 }
 
 // EvictEnd finishes the eviction walk (idempotent).

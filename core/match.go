@@ -182,6 +182,7 @@ func (t *Tree) retickPath(best int32) {
 		n := &t.nodes[i]
 		n.lastAccess = tick
 		n.credit = t.inflation + n.hits
+		n.crf = t.crfAdd(n.crf, tick)
 		tick--
 	}
 }
@@ -204,7 +205,7 @@ func (t *Tree) split(child int32, at int, acts []Action) (int32, []Action, error
 	prefix := t.alloc(c.ns, key[:at*wd:at*wd])
 	c = &t.nodes[child] // alloc may grow the arena
 	p := &t.nodes[prefix]
-	p.priority, p.hits, p.creation, p.credit = c.priority, c.hits, c.creation, c.credit
+	p.priority, p.hits, p.creation, p.credit, p.crf = c.priority, c.hits, c.creation, c.credit, c.crf
 	p.wtPending, p.pin, p.pinGen = c.wtPending, c.pin, c.pinGen
 	p.extStored, p.extPending = c.extStored, c.extPending
 

@@ -32,6 +32,8 @@ type Tree struct {
 	tick  int64
 	// inflation is gdsf's aging level: the credit of the last victim.
 	inflation int64
+	// adapt is the adaptive policy's learning state (adaptive.go).
+	adapt adaptState
 
 	nsIDs  map[Namespace]uint32
 	nsList []Namespace
@@ -153,6 +155,7 @@ func (t *Tree) Reset() {
 	clear(t.edges)
 	t.tick = 0
 	t.inflation = 0
+	t.adapt.reset()
 	t.evictable = [numComponents]int{}
 	t.protected = [numComponents]int{}
 	t.dset = t.dset[:0]
