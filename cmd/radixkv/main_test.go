@@ -425,7 +425,7 @@ func TestSweep_WritesSVG(t *testing.T) {
 		}
 	}
 	require.Equal(t, "svg", root)
-	require.Equal(t, 3, polylines)
+	require.Equal(t, 3+1, polylines, "three policies and the dashed offline bound")
 	require.Greater(t, texts, 11+5+3) // y ticks, x ticks, legend
 
 	code, _, errOut = cli(t, "sweep", "--requests", "50", "--policies", "lru,bogus", "--svg", "")
@@ -635,4 +635,33 @@ func TestReplay_HostTier(t *testing.T) {
 	want := deterministic(replayJSON(t, gen...))
 	require.Positive(t, num(t, want, "hits", "host_tokens"))
 	require.Equal(t, want, deterministic(replayJSON(t, "--log", log)))
+}
+
+// TestSweep_OfflineBound checks the bound's column: present, at least every
+// policy's hit rate in its row, and gone with --offline=false.
+func TestSweep_OfflineBound(t *testing.T) {
+	code, out, errOut := cli(t, "sweep", "--requests", "120", "--policies", "lru,lrfu", "--capacities", "20000,60000", "--svg", "")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, offlineLabel)
+	require.Contains(t, out, "offline bound")
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 || !strings.HasSuffix(f[3], "%") {
+			continue
+		}
+		rows++
+		var vals []float64
+		for _, v := range f[1:] {
+			x, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+			require.NoError(t, err)
+			vals = append(vals, x)
+		}
+		require.GreaterOrEqual(t, vals[2], vals[0], line)
+		require.GreaterOrEqual(t, vals[2], vals[1], line)
+	}
+	require.Equal(t, 2, rows, out)
+	code, out, errOut = cli(t, "sweep", "--requests", "60", "--policies", "lru", "--capacities", "20000", "--svg", "", "--offline=false")
+	require.Equal(t, 0, code, errOut)
+	require.NotContains(t, out, offlineLabel)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/radixkv/radixkv/core"
 	"github.com/radixkv/radixkv/host/native"
+	"github.com/radixkv/radixkv/internal/offline"
 )
 
 const replaySynopsis = "replay [--engine wasm|inprocess|direct] [--trace FILE | --log FILE | --seed N --requests N] [flags]"
@@ -284,6 +285,10 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	// the timed loop.
 	if err := ctl.Audit(); err != nil {
 		return nil, fmt.Errorf("after the replay: %w", err)
+	}
+	// The offline bound: a separate pass over the same input tokens.
+	if b, err := offline.Belady(offline.Config{Capacity: s.capacity, PageSize: cfg.PageSize}, l.reqs); err == nil {
+		rep.OfflineBound = &boundReport{DeviceRate: b.HitRate, Note: boundNote}
 	}
 	c := &rep.Canary
 	c.Enabled = s.canary

@@ -60,7 +60,11 @@ type report struct {
 		HostNote     string  `json:"host_note"`
 	} `json:"hits"`
 	PrefillTokensSaved int64 `json:"prefill_tokens_saved"`
-	Evictions          struct {
+	// OfflineBound is the device hit rate the offline bound reaches on the
+	// same requests, capacity and page size (a separate pass that knows the
+	// future: a reference, not a policy).
+	OfflineBound *boundReport `json:"offline_bound,omitempty"`
+	Evictions    struct {
 		Calls  int   `json:"calls"`
 		Nodes  int64 `json:"nodes"`
 		Tokens int64 `json:"tokens"`
@@ -212,6 +216,9 @@ func (r *report) writeText(w io.Writer) error {
 	} else {
 		p("  host\t%s\t(%s)", pct(h.HostRate), hostOffNote)
 	}
+	if b := r.OfflineBound; b != nil {
+		p("  offline bound\t%s\t(device, %s)", pct(b.DeviceRate), b.Note)
+	}
 	p("prefill tokens saved\t%s\t(computed %s)", count(r.PrefillTokensSaved), count(r.ComputedTokens))
 	p("evictions\t%s nodes\t(%s tokens, %s evict calls)", count(r.Evictions.Nodes), count(r.Evictions.Tokens), count(r.Evictions.Calls))
 	p("cached at end\t%s\t(tokens held by the tree)", count(r.CachedTokens))
@@ -277,3 +284,11 @@ func (r *report) writeText(w io.Writer) error {
 	_, err := io.WriteString(w, text.String())
 	return err
 }
+
+// boundReport is the offline bound's line of a report.
+type boundReport struct {
+	DeviceRate float64 `json:"device_rate"`
+	Note       string  `json:"note"`
+}
+
+const boundNote = "Belady: evicts the page used furthest in the future, knowing the whole workload; not reachable online"

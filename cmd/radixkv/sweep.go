@@ -13,9 +13,10 @@ import (
 
 	"github.com/radixkv/radixkv/core"
 	"github.com/radixkv/radixkv/internal/coresim"
+	"github.com/radixkv/radixkv/internal/offline"
 )
 
-const sweepSynopsis = "sweep [--policies lru,lfu,...] [--capacities N,N,...] [--svg FILE] [--trace FILE | --log FILE | --seed N --requests N] [flags]"
+const sweepSynopsis = "sweep [--policies lru,lfu,...] [--capacities N,N,...] [--svg FILE] [--offline=false] [--trace FILE | --log FILE | --seed N --requests N] [flags]"
 
 // Default sweep capacities (tokens) for the built-in workload and traces.
 const (
@@ -38,6 +39,8 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&policies, "policies", "lru,lfu,fifo,slru,gdsf", "comma-separated eviction policies")
 	fs.StringVar(&capacities, "capacities", "", fmt.Sprintf("comma-separated device capacities in tokens (default %s for the built-in workload, %s for traces)", defaultGenCapacities, defaultTraceCapacities))
 	fs.StringVar(&svgPath, "svg", "sweep.svg", "SVG chart to write (empty: none)")
+	withBound := true
+	fs.BoolVar(&withBound, "offline", true, "also compute the offline bound (Belady's rule with the future known; a reference, not a policy)")
 	if err := s.parse(fs, args); err != nil {
 		return err
 	}
@@ -116,11 +119,30 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	// The offline bound: a separate pass that reads the whole workload.
+	var bound []float64
+	if withBound {
+		blocks, err := offline.NewBlocks(l.reqs, s.pageSize)
+		if err != nil {
+			return err
+		}
+		for _, cp := range caps {
+			st, err := blocks.Belady(cp)
+			if err != nil {
+				return fmt.Errorf("offline bound, capacity %d: %w", cp, err)
+			}
+			bound = append(bound, st.HitRate)
+		}
+	}
+
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(stdout, "hit rate by capacity (tokens) and policy; %s, page %d, %d requests\n", l.source, s.pageSize, len(l.reqs))
 	fmt.Fprint(tw, "capacity\t")
 	for _, p := range pols {
 		fmt.Fprintf(tw, "%s\t", p)
+	}
+	if withBound {
+		fmt.Fprint(tw, offlineLabel+"\t")
 	}
 	fmt.Fprintln(tw)
 	for c, cp := range caps {
@@ -128,10 +150,16 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 		for p := range pols {
 			fmt.Fprintf(tw, "%s\t", pct(res[p][c].stats.HitRate))
 		}
+		if withBound {
+			fmt.Fprintf(tw, "%s\t", pct(bound[c]))
+		}
 		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if withBound {
+		fmt.Fprintln(stdout, offlineNote)
 	}
 	if svgPath == "" {
 		return nil
@@ -148,6 +176,9 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 		}
 		ch.Series = append(ch.Series, ser)
 	}
+	if withBound {
+		ch.Series = append(ch.Series, series{Name: offlineLabel, Y: bound, Dashed: true})
+	}
 	f, err := os.Create(svgPath)
 	if err != nil {
 		return err
@@ -162,6 +193,12 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "chart written to %s\n", svgPath)
 	return nil
 }
+
+// The offline bound's column and legend name, and the line that explains it.
+const (
+	offlineLabel = "offline*"
+	offlineNote  = "* offline bound: evicts the leaf page whose next use is furthest in the future (Belady), knowing the\n  whole workload in advance; no online policy can reach it, it shows the headroom (internal/offline)"
+)
 
 // splitList splits a comma-separated flag value, dropping blanks.
 func splitList(v string) []string {
