@@ -13,7 +13,8 @@ package core
 // of H·log2(1+2^-x)), so the order is the same on every machine.
 //
 // H adapts by itself: it is the cache's own time scale, the smoothed age
-// (now − last access, in ticks) of the leaves it evicted lately. A large
+// (now − last access, in ticks) of the leaves it evicted lately (before the
+// first eviction, the tree's whole age). A large
 // cache keeps things long and so counts uses over a long window; a small
 // one forgets fast. Nothing is tuned to a trace.
 //
@@ -44,7 +45,11 @@ var crfTable = [...]int64{
 
 // crfAdd adds an access at tick now to a log-domain weight crf.
 func (t *Tree) crfAdd(crf, now int64) int64 {
-	h := max(t.adapt.horizon, 1)
+	h := t.adapt.horizon
+	if h == 0 {
+		h = t.tick // nothing evicted yet: the whole history is the window
+	}
+	h = max(h, 1)
 	hi, lo := max(crf, now), min(crf, now)
 	i := (hi - lo) * 8 / h
 	if i >= int64(len(crfTable)) || i < 0 {

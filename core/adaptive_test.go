@@ -1,0 +1,79 @@
+package core_test
+
+import (
+	"testing"
+
+	"github.com/radixkv/radixkv/core"
+)
+
+// TestLRFU_TrimsTheEnd: lrfu frees only the pages a Full-only walk still
+// wants, from the end of the leaf, so the front stays matchable.
+func TestLRFU_TrimsTheEnd(t *testing.T) {
+	tr, err := core.New(core.Config{PageSize: 4, Policy: "lrfu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	slots := []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	if _, _, err := tr.Insert(core.InsertParams{Tokens: key, Slots: slots}); err != nil {
+		t.Fatal(err)
+	}
+	acts, freed, err := tr.Evict(core.Full, 3, nil)
+	if err != nil || freed != 4 {
+		t.Fatalf("evict 3 atoms: freed %d, %v; want one page (4)", freed, err)
+	}
+	if len(acts) != 1 || len(acts[0].Slots) != 4 || acts[0].Slots[0] != 12 {
+		t.Fatalf("evict freed %v; want the last page, slots 12..15", acts)
+	}
+	r, err := tr.Match(nil, core.Namespace{}, key)
+	if err != nil || r.DeviceLen != 12 {
+		t.Fatalf("match after the trim: %d atoms, %v; want 12", r.DeviceLen, err)
+	}
+	if err := tr.SanityCheck(); err != nil {
+		t.Fatal(err)
+	}
+	// Under lru the same walk takes the whole leaf.
+	lru, _ := core.New(core.Config{PageSize: 4})
+	if _, _, err := lru.Insert(core.InsertParams{Tokens: key, Slots: slots}); err != nil {
+		t.Fatal(err)
+	}
+	if _, freed, _ := lru.Evict(core.Full, 3, nil); freed != 16 {
+		t.Fatalf("lru freed %d; want the whole leaf", freed)
+	}
+}
+
+// TestLRFU_FrequencyOutranksRecency: a prefix matched several times
+// outlives a newer one used once.
+func TestLRFU_FrequencyOutranksRecency(t *testing.T) {
+	tr, err := core.New(core.Config{PageSize: 1, Policy: "lrfu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := func(key []uint32, base int32) {
+		t.Helper()
+		r, err := tr.Match(nil, core.Namespace{}, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots := make([]int32, len(key))
+		for j := range slots {
+			slots[j] = base + int32(j)
+		}
+		if _, _, err := tr.Insert(core.InsertParams{Tokens: key, Slots: append(r.Indices, slots[r.DeviceLen:]...), PrevPrefixLen: r.DeviceLen}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hot := []uint32{1, 2}
+	ins(hot, 0)
+	for range 4 {
+		ins(hot, 0)
+	}
+	ins([]uint32{7, 8}, 10) // newer, used once
+	acts, _, err := tr.Evict(core.Full, 1, nil)
+	if err != nil || len(acts) != 1 || acts[0].Slots[0] != 11 {
+		t.Fatalf("evicted %v (%v); want the end of the once-used leaf (slot 11)", acts, err)
+	}
+	if err := tr.SanityCheck(); err != nil {
+		t.Fatal(err)
+	}
+}
