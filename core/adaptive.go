@@ -14,7 +14,7 @@ package core
 //
 // H adapts by itself: it is the cache's own time scale, the smoothed age
 // (now − last access, in ticks) of the leaves it evicted lately (before the
-// first eviction, the tree's whole age). A large
+// first eviction it is one tick: lrfu starts as lru). A large
 // cache keeps things long and so counts uses over a long window; a small
 // one forgets fast. Nothing is tuned to a trace.
 //
@@ -45,11 +45,7 @@ var crfTable = [...]int64{
 
 // crfAdd adds an access at tick now to a log-domain weight crf.
 func (t *Tree) crfAdd(crf, now int64) int64 {
-	h := t.adapt.horizon
-	if h == 0 {
-		h = t.tick // nothing evicted yet: the whole history is the window
-	}
-	h = max(h, 1)
+	h := max(t.adapt.horizon, 1)
 	hi, lo := max(crf, now), min(crf, now)
 	i := (hi - lo) * 8 / h
 	if i >= int64(len(crfTable)) || i < 0 {

@@ -41,39 +41,3 @@ func TestLRFU_TrimsTheEnd(t *testing.T) {
 		t.Fatalf("lru freed %d; want the whole leaf", freed)
 	}
 }
-
-// TestLRFU_FrequencyOutranksRecency: a prefix matched several times
-// outlives a newer one used once.
-func TestLRFU_FrequencyOutranksRecency(t *testing.T) {
-	tr, err := core.New(core.Config{PageSize: 1, Policy: "lrfu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ins := func(key []uint32, base int32) {
-		t.Helper()
-		r, err := tr.Match(nil, core.Namespace{}, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slots := make([]int32, len(key))
-		for j := range slots {
-			slots[j] = base + int32(j)
-		}
-		if _, _, err := tr.Insert(core.InsertParams{Tokens: key, Slots: append(r.Indices, slots[r.DeviceLen:]...), PrevPrefixLen: r.DeviceLen}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hot := []uint32{1, 2}
-	ins(hot, 0)
-	for range 4 {
-		ins(hot, 0)
-	}
-	ins([]uint32{7, 8}, 10) // newer, used once
-	acts, _, err := tr.Evict(core.Full, 1, nil)
-	if err != nil || len(acts) != 1 || acts[0].Slots[0] != 11 {
-		t.Fatalf("evicted %v (%v); want the end of the once-used leaf (slot 11)", acts, err)
-	}
-	if err := tr.SanityCheck(); err != nil {
-		t.Fatal(err)
-	}
-}
