@@ -81,7 +81,7 @@ type Config struct {
 	// list means [Full].
 	Components []Component
 	// Policy names the device eviction order: lru, lfu, fifo, mru, filo,
-	// priority, slru, gdsf or lrfu (case-insensitive). Empty means lru.
+	// priority, slru, gdsf, lrfu or admit (case-insensitive). Empty means lru.
 	Policy string
 	// Bigram makes each key atom a pair of adjacent tokens (EAGLE
 	// speculative decoding): n tokens give n-1 atoms.

@@ -40,6 +40,9 @@ var policies = []policy{
 	// lrfu is decayed frequency with adaptive half-life, ghost history and
 	// trimming eviction (adaptive.go).
 	{name: "lrfu", key: lrfuKey, onEvict: lrfuEvict, onInsert: lrfuInsert, trim: true},
+	// admit is lru with learned TinyLFU-style admission: never-reused
+	// leaves past a window go first (admit.go).
+	{name: "admit", key: admitKey, onEvict: admitEvict, onInsert: admitInsert, trim: true},
 }
 
 // PolicyNames lists the known eviction policies.

@@ -34,6 +34,8 @@ type Tree struct {
 	inflation int64
 	// adapt is the adaptive policy's learning state (adaptive.go).
 	adapt adaptState
+	// admit is the admit policy's learning state (admit.go).
+	admit admitState
 
 	nsIDs  map[Namespace]uint32
 	nsList []Namespace
@@ -156,6 +158,7 @@ func (t *Tree) Reset() {
 	t.tick = 0
 	t.inflation = 0
 	t.adapt.reset()
+	t.admit.reset()
 	t.evictable = [numComponents]int{}
 	t.protected = [numComponents]int{}
 	t.dset = t.dset[:0]
