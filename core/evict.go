@@ -18,12 +18,16 @@ type EvictStep struct {
 }
 
 type heapEntry struct {
+	q    bool // protected by a queued request: after every unprotected leaf
 	a, b int64
 	idx  int32
 	gen  uint32
 }
 
 func (x heapEntry) less(y heapEntry) bool {
+	if x.q != y.q {
+		return y.q
+	}
 	if x.a != y.a {
 		return x.a < y.a
 	}
@@ -97,7 +101,7 @@ func (t *Tree) EvictStart(c Component, want int) error {
 func (t *Tree) heapEntry(i int32) heapEntry {
 	n := &t.nodes[i]
 	a, b := t.cfg.policy.key(t, n)
-	return heapEntry{a: a, b: b, idx: i, gen: n.gen}
+	return heapEntry{q: n.queued > 0, a: a, b: b, idx: i, gen: n.gen}
 }
 
 // EvictNext evicts the next leaf of the walk and returns its frees. A leaf

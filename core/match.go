@@ -208,6 +208,7 @@ func (t *Tree) split(child int32, at int, acts []Action) (int32, []Action, error
 	p := &t.nodes[prefix]
 	p.priority, p.hits, p.creation, p.credit, p.crf, p.reused = c.priority, c.hits, c.creation, c.credit, c.crf, c.reused
 	p.wtPending, p.pin, p.pinGen = c.wtPending, c.pin, c.pinGen
+	p.queued = c.queued // Unprotect walks up through the new prefix
 	p.extStored, p.extPending = c.extStored, c.extPending
 
 	// The prefix takes the child's place in the parent's children and on

@@ -66,6 +66,7 @@ type node struct {
 	credit     int64 // gdsf: inflation at last access + hits
 	crf        int64 // lrfu: decayed count of matches, log domain (adaptive.go)
 	reused     bool  // admit: matched again, or recreated from a ghost (admit.go)
+	queued     int32 // live protections (queued requests) counting this node (protect.go)
 
 	// page digests, computed lazily (hash.go): the storage chain and, in a
 	// non-default namespace, the salt-seeded event chain.

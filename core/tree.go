@@ -53,6 +53,9 @@ type Tree struct {
 	receipts      map[uint64]liveReceipt // by serial
 	receiptSerial uint64
 
+	protections   map[uint64][]nodeRef // queued requests' device paths, by serial (protect.go)
+	protectSerial uint64
+
 	ins  insertState
 	walk evictWalk
 
@@ -168,6 +171,7 @@ func (t *Tree) Reset() {
 	clear(t.loadBacks)
 	t.clearLRUs()
 	clear(t.receipts)
+	clear(t.protections)
 	t.ins = insertState{keyBuf: t.ins.keyBuf[:0], valBuf: t.ins.valBuf[:0]}
 	t.walk = evictWalk{heap: t.walk.heap[:0]}
 	t.broken = nil

@@ -28,6 +28,7 @@ export const OPS = Object.freeze({
   // Storage keys and the external cache linker.
   storage_spec: 0x50, backfill_hashes: 0x51, linker_chain: 0x52,
   mark_linker_pending: 0x53, finish_linker_offload: 0x54, mark_linker_stored_path: 0x55,
+  protect: 0x58, unprotect: 0x59,
 });
 
 export const COMPONENTS = Object.freeze({ full: 0, swa: 1, mamba: 2 });
@@ -168,7 +169,8 @@ export function encodeRequest(q) {
       w.bool(c.external_linker);
       break;
     }
-    case OPS.match: putNamespace(w, q.namespace); w.u32s(q.tokens); break;
+    case OPS.match: case OPS.protect: putNamespace(w, q.namespace); w.u32s(q.tokens); break;
+    case OPS.unprotect: w.u64(q.serial); break;
     case OPS.insert: case OPS.begin_insert:
       putNamespace(w, q.namespace); w.u32s(q.tokens); w.i32s(q.slots); w.i32(q.prev_prefix_len ?? 0);
       w.i64(q.priority ?? 0); w.bool(q.chunked); w.bool(q.track_adopted); w.str(q.session_id);
@@ -302,6 +304,7 @@ export function decodeResponse(bytes) {
       m.storage = { node: r.u64('node'), prefix_keys: r.strs('prefix_keys'), full: r.strs('full'), swa: r.strs('swa'), mamba: r.str('mamba') };
       break;
     case OPS.backfill_hashes: m.hashed = r.u32('hashed'); break;
+    case OPS.protect: m.serial = r.u64('serial'); m.len = r.i32('len'); break;
   }
   m.actions = getActions(r);
   r.end();
