@@ -665,3 +665,28 @@ func TestSweep_OfflineBound(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.NotContains(t, out, offlineLabel)
 }
+
+// TestQueueProtection_CLI: --service-rate adds the +q columns to sweep and
+// the protected line to replay (apart from the policy's own rate), and a
+// bad rate is refused.
+func TestQueueProtection_CLI(t *testing.T) {
+	code, out, errOut := cli(t, "sweep", "--requests", "120", "--policies", "lru,admit", "--capacities", "20000",
+		"--svg", "", "--offline=false", "--service-rate", "20000")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "lru+q")
+	require.Contains(t, out, "admit+q")
+	require.Contains(t, out, "scheduler-aware protection")
+	m := replayJSON(t, "--requests", "120", "--capacity", "20000", "--service-rate", "20000", "--quiet")
+	rate := num(t, m, "protected", "device_rate")
+	require.Greater(t, rate, 0.0)
+	require.Positive(t, num(t, m, "protected", "queue_max"))
+	require.Less(t, rate, 1.0)
+	for _, cmd := range []string{"sweep", "replay"} {
+		code, _, errOut = cli(t, cmd, "--requests", "10", "--service-rate", "-1", "--svg", "")
+		if cmd == "replay" {
+			code, _, errOut = cli(t, cmd, "--requests", "10", "--service-rate", "-1")
+		}
+		require.NotEqual(t, 0, code)
+		require.Contains(t, errOut, "--service-rate")
+	}
+}
