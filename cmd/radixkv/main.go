@@ -89,6 +89,15 @@
 // internal/coresim, the core-only replay loop, which makes the same tree
 // calls in the same order as the controller and so gives the same hit rate
 // to the token (the tests check this), without pools or engine transport.
+// A column offline* shows the offline bound (Belady's rule, knowing the
+// future; --offline=false skips it).
+//
+// --service-rate TOKENS/S (sweep and replay) models a scheduler queue: a
+// FIFO server prefilling that many input tokens per second, fed at the
+// workload's timestamps, protects the prefixes of the requests waiting in
+// its queue (core.Tree.Protect). sweep adds a policy+q column per policy and
+// replay a "with queue protection" line: reported apart, since it uses
+// knowledge of the queue that a plain policy does not have.
 package main
 
 import (
