@@ -41,3 +41,36 @@ func TestLRFU_TrimsTheEnd(t *testing.T) {
 		t.Fatalf("lru freed %d; want the whole leaf", freed)
 	}
 }
+
+// TestTrim_IsNoAccess: the front a trim leaves keeps the leaf's place in
+// the recency order, so the next walk goes on with it, not with a newer
+// leaf (split stamps fresh ticks; a trim must not count as a use).
+func TestTrim_IsNoAccess(t *testing.T) {
+	for _, pol := range []string{"admit", "lrfu"} {
+		tr, err := core.New(core.Config{PageSize: 4, Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := []uint32{1, 2, 3, 4, 5, 6, 7, 8}
+		newer := []uint32{9, 10, 11, 12, 13, 14, 15, 16}
+		if _, _, err := tr.Insert(core.InsertParams{Tokens: old, Slots: []int32{0, 1, 2, 3, 4, 5, 6, 7}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := tr.Insert(core.InsertParams{Tokens: newer, Slots: []int32{8, 9, 10, 11, 12, 13, 14, 15}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, freed, err := tr.Evict(core.Full, 4, nil); err != nil || freed != 4 {
+			t.Fatalf("%s: first trim freed %d, %v", pol, freed, err)
+		}
+		acts, freed, err := tr.Evict(core.Full, 4, nil)
+		if err != nil || freed != 4 || len(acts) != 1 || acts[0].Slots[0] != 0 {
+			t.Fatalf("%s: second walk freed %d (%v, %v); want the old leaf's front, slots 0..3", pol, freed, acts, err)
+		}
+		if r, _ := tr.Match(nil, core.Namespace{}, newer); r.DeviceLen != 8 {
+			t.Fatalf("%s: the newer leaf lost pages: %d cached", pol, r.DeviceLen)
+		}
+		if err := tr.SanityCheck(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

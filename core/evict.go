@@ -283,7 +283,13 @@ func (t *Tree) trimLeaf(i int32, want int, dst []Action) ([]Action, error) {
 	if drop <= 0 || drop >= atoms {
 		return dst, nil
 	}
-	_, dst, err := t.split(i, atoms-drop, dst)
+	last := t.nodes[i].lastAccess
+	prefix, dst, err := t.split(i, atoms-drop, dst)
+	if err == nil {
+		// A trim is no access: the front keeps the leaf's place in the
+		// recency order (split stamps both halves with fresh ticks).
+		t.nodes[prefix].lastAccess = last
+	}
 	return dst, err
 }
 
