@@ -39,7 +39,6 @@ type admitGhost struct {
 	seq     uint64 // matches the ring entry that owns it
 	evicted int64  // the evicted-atom count at its eviction
 	reused  bool   // the victim had been reused
-	age     int64  // ticks from the victim's creation to its eviction
 }
 
 // admitState is the admit policy's learning state.
@@ -84,7 +83,7 @@ func admitEvict(t *Tree, n *node) {
 		a.atoms -= old.atoms
 	}
 	a.seq++
-	a.ghosts[k] = admitGhost{atoms: atoms, seq: a.seq, evicted: a.evicted, reused: n.reused, age: t.tick - n.creation}
+	a.ghosts[k] = admitGhost{atoms: atoms, seq: a.seq, evicted: a.evicted, reused: n.reused}
 	a.atoms += atoms
 	a.ring = append(a.ring, ghostRef{k, a.seq})
 	for a.atoms > admitHistory*cache && a.head < len(a.ring) {
@@ -123,7 +122,6 @@ func admitInsert(t *Tree, i int32) {
 		a.window = max(a.window-step, 0)
 	} else {
 		a.grows++
-		// The window that would have kept the victim, approached halfway.
-		a.window = min(max(a.window+step, a.window+(g.age+1-a.window)/2), t.tick)
+		a.window = min(a.window+step, t.tick)
 	}
 }
