@@ -74,3 +74,47 @@ func TestTrim_IsNoAccess(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmit_ProbationFirst: admit evicts a never-reused leaf before an
+// older reused one (lru would take the older), and a leaf recreated from
+// its ghost counts as reused.
+func TestAdmit_ProbationFirst(t *testing.T) {
+	tr, err := core.New(core.Config{PageSize: 4, Policy: "admit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := []uint32{1, 2, 3, 4}, []uint32{5, 6, 7, 8}, []uint32{9, 10, 11, 12}
+	ins := func(k []uint32, s int32) {
+		t.Helper()
+		if _, _, err := tr.Insert(core.InsertParams{Tokens: k, Slots: []int32{s, s + 1, s + 2, s + 3}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evictOne := func() int32 {
+		t.Helper()
+		acts, freed, err := tr.Evict(core.Full, 4, nil)
+		if err != nil || freed != 4 || len(acts) != 1 {
+			t.Fatalf("evict: %v, %d, %v", acts, freed, err)
+		}
+		return acts[0].Slots[0]
+	}
+	ins(a, 0)
+	if _, err := tr.Match(nil, core.Namespace{}, a); err != nil { // a is reused
+		t.Fatal(err)
+	}
+	ins(b, 4) // a newer probationer
+	if s := evictOne(); s != 4 {
+		t.Fatalf("evicted slot %d; want b (slot 4), the probationer", s)
+	}
+	ins(b, 4) // recreated from its ghost: reused; a probationer came back, so W grew by 1 tick
+	ins(c, 8) // a new probationer, inside the window for now
+	if _, err := tr.Match(nil, core.Namespace{}, a); err != nil { // time passes
+		t.Fatal(err)
+	}
+	if s := evictOne(); s != 8 {
+		t.Fatalf("evicted slot %d; want c (slot 8), past its window: b came back, so it is reused (lru would take b)", s)
+	}
+	if err := tr.SanityCheck(); err != nil {
+		t.Fatal(err)
+	}
+}
