@@ -106,9 +106,12 @@ func TestAdmit_ProbationFirst(t *testing.T) {
 	if s := evictOne(); s != 4 {
 		t.Fatalf("evicted slot %d; want b (slot 4), the probationer", s)
 	}
-	ins(b, 4)                                                     // recreated from its ghost: reused; a probationer came back, so W grew by 1 tick
-	ins(c, 8)                                                     // a new probationer, inside the window for now
-	if _, err := tr.Match(nil, core.Namespace{}, a); err != nil { // time passes
+	// b is recreated from its ghost, so it is reused; a probationer came
+	// back, so W grew by one tick.
+	ins(b, 4)
+	ins(c, 8) // a new probationer, inside the window for now
+	// Time passes.
+	if _, err := tr.Match(nil, core.Namespace{}, a); err != nil {
 		t.Fatal(err)
 	}
 	if s := evictOne(); s != 8 {
