@@ -93,6 +93,10 @@ const (
 	OpMarkLinkerPending    Op = 0x0053 // core.Tree.MarkLinkerPending
 	OpFinishLinkerOffload  Op = 0x0054 // core.Tree.FinishLinkerOffload
 	OpMarkLinkerStoredPath Op = 0x0055 // core.Tree.MarkLinkerStoredPath
+
+	// Scheduler-aware protection (opt-in; 0x0058–0x005F are this group's).
+	OpProtect   Op = 0x0058 // core.Tree.Protect: protect a queued request's prefix
+	OpUnprotect Op = 0x0059 // core.Tree.Unprotect
 )
 
 var opNames = map[Op]string{
@@ -113,6 +117,7 @@ var opNames = map[Op]string{
 	OpStorageSpec: "storage_spec", OpBackfillHashes: "backfill_hashes", OpLinkerChain: "linker_chain",
 	OpMarkLinkerPending: "mark_linker_pending", OpFinishLinkerOffload: "finish_linker_offload",
 	OpMarkLinkerStoredPath: "mark_linker_stored_path",
+	OpProtect:              "protect", OpUnprotect: "unprotect",
 }
 
 // Known reports whether op is a defined operation code.
@@ -232,6 +237,7 @@ type Request struct {
 	Ongoing   core.Ongoing        // sanity_check_ongoing
 	Snap      SnapshotRequest     // the snapshot index ops (0x0060-0x0067)
 	Blocks    BlocksRequest       // the block-cache ops (0x0068-0x006E)
+	Serial    uint64              // unprotect: the protection's serial
 }
 
 // Stats is the body of a stats response.
@@ -289,6 +295,7 @@ type Response struct {
 	Hashed     uint32                // backfill_hashes
 	Snap       SnapshotResult        // the snapshot index ops (0x0060-0x0067)
 	Blocks     BlocksResult          // the block-cache ops (0x0068-0x006E)
+	Protection core.Protection       // protect
 
 	// Actions are the host's work, in order; they travel on success and
 	// on error alike.

@@ -156,6 +156,21 @@ func script() []step {
 		{name: "insert-too-few-slots", req: func(seen) abi.Request { return ins(1, core.Namespace{}, seq(50, 4), slots(7, 2), 0) }},
 		{name: "insert-bad-prev", req: func(seen) abi.Request { return ins(1, core.Namespace{}, seq(50, 2), slots(7, 2), -1) }},
 		{name: "match-ns", req: func(seen) abi.Request { return match(1, nsA, seq(1, 6)) }},
+		{name: "protect", req: func(seen) abi.Request {
+			q := match(1, core.Namespace{}, seq(1, 7))
+			q.Op = abi.OpProtect
+			return q
+		}},
+		{name: "unprotect", req: func(s seen) abi.Request {
+			q := req(abi.OpUnprotect, 1)
+			q.Serial = s["protect"].Protection.Serial
+			return q
+		}},
+		{name: "unprotect-again", req: func(s seen) abi.Request {
+			q := req(abi.OpUnprotect, 1)
+			q.Serial = s["protect"].Protection.Serial
+			return q
+		}},
 		{name: "nodes", req: plain(abi.OpNodes, 1)},
 		{name: "device-leaves", req: plain(abi.OpDeviceLeaves, 1)},
 		{name: "inspect", req: nodeOp(abi.OpInspect, 1, func(s seen) core.NodeID { return s["match-prefix"].Match.LastDevice })},

@@ -69,9 +69,11 @@ func requestJSON(q *abi.Request) map[string]any {
 			"mamba_chunk_size": int64(c.MambaChunkSize), "mamba_max_path_states": int64(c.MambaMaxPathStates),
 			"external_linker": c.ExternalLinker,
 		}
-	case abi.OpMatch:
+	case abi.OpMatch, abi.OpProtect:
 		m["namespace"] = nsJSON(q.Insert.Namespace)
 		m["tokens"] = u32s(q.Insert.Tokens)
+	case abi.OpUnprotect:
+		m["serial"] = u64(q.Serial)
 	case abi.OpInsert, abi.OpBeginInsert:
 		p := q.Insert
 		m["namespace"] = nsJSON(p.Namespace)
@@ -315,6 +317,9 @@ func responseJSON(r *abi.Response) map[string]any {
 			"swa": strsJSON(s.SWA), "mamba": s.Mamba}
 	case abi.OpBackfillHashes:
 		m["hashed"] = int64(r.Hashed)
+	case abi.OpProtect:
+		m["serial"] = u64(r.Protection.Serial)
+		m["len"] = int64(r.Protection.Len)
 	case abi.OpDFSOrder:
 		m["order"] = i32s(r.Order)
 	case abi.OpTakeEvents:

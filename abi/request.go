@@ -31,9 +31,11 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putI32(b, int32(c.MambaChunkSize))
 		b = putI32(b, int32(c.MambaMaxPathStates))
 		b = putBool(b, c.ExternalLinker)
-	case OpMatch:
+	case OpMatch, OpProtect:
 		b = putNamespace(b, q.Insert.Namespace)
 		b = putU32s(b, q.Insert.Tokens)
+	case OpUnprotect:
+		b = putU64(b, q.Serial)
 	case OpInsert, OpBeginInsert:
 		p := &q.Insert
 		b = putNamespace(b, p.Namespace)
@@ -206,9 +208,11 @@ func DecodeRequest(q *Request, b []byte) error {
 		c.MambaChunkSize = int(r.i32("mamba_chunk_size"))
 		c.MambaMaxPathStates = int(r.i32("mamba_max_path_states"))
 		c.ExternalLinker = r.boolean("external_linker")
-	case OpMatch:
+	case OpMatch, OpProtect:
 		q.Insert.Namespace = r.namespace()
 		q.Insert.Tokens = r.u32s("tokens", toks)
+	case OpUnprotect:
+		q.Serial = r.u64("serial")
 	case OpInsert, OpBeginInsert:
 		p := &q.Insert
 		p.Namespace = r.namespace()

@@ -108,6 +108,9 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		b = putStr(b, s.Mamba)
 	case OpBackfillHashes:
 		b = putU32(b, r.Hashed)
+	case OpProtect:
+		b = putU64(b, r.Protection.Serial)
+		b = putI32(b, int32(r.Protection.Len))
 	default:
 		if r.Op.IsSnapshotOp() {
 			b = appendSnapshotResult(b, r.Op, &r.Snap)
@@ -375,6 +378,9 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 		s.Mamba = d.str("mamba")
 	case OpBackfillHashes:
 		r.Hashed = d.u32("hashed")
+	case OpProtect:
+		r.Protection.Serial = d.u64("serial")
+		r.Protection.Len = int(d.i32("len"))
 	default:
 		if r.Op.IsSnapshotOp() {
 			decodeSnapshotResult(&d, r.Op, &r.Snap)

@@ -18,12 +18,16 @@ type EvictStep struct {
 }
 
 type heapEntry struct {
+	q    bool // protected by a queued request: after every unprotected leaf
 	a, b int64
 	idx  int32
 	gen  uint32
 }
 
 func (x heapEntry) less(y heapEntry) bool {
+	if x.q != y.q {
+		return y.q
+	}
 	if x.a != y.a {
 		return x.a < y.a
 	}
@@ -98,7 +102,7 @@ func (t *Tree) EvictStart(c Component, want int) error {
 func (t *Tree) heapEntry(i int32) heapEntry {
 	n := &t.nodes[i]
 	a, b := t.cfg.policy.key(t, n)
-	return heapEntry{a: a, b: b, idx: i, gen: n.gen}
+	return heapEntry{q: n.queued > 0, a: a, b: b, idx: i, gen: n.gen}
 }
 
 // EvictNext evicts the next leaf of the walk and returns its frees. A leaf
@@ -139,12 +143,21 @@ func (t *Tree) evictNext(dst []Action) (EvictStep, []Action, error) {
 		if !n.live || n.gen != e.gen || n.dpos < 0 {
 			continue // stale: evicted, locked or gained a device child since start
 		}
+		mark := len(dst)
+		if t.cfg.policy.trim && len(t.comps) == 1 {
+			// Free only what is still wanted, from the leaf's end: any
+			// request that would use the end uses the front too.
+			var err error
+			if dst, err = t.trimLeaf(e.idx, w.want-w.freed, dst); err != nil {
+				return EvictStep{}, dst, err
+			}
+			n = &t.nodes[e.idx]
+		}
 		w.lastParent, w.parentGen = n.parent, t.nodes[n.parent].gen
 		id := t.handle(e.idx)
 		if t.cfg.policy.onEvict != nil {
 			t.cfg.policy.onEvict(t, n)
 		}
-		mark := len(dst)
 		before := t.evictable[Full] + t.protected[Full]
 		atoms := len(n.dev[Full])
 		var err error
@@ -260,6 +273,26 @@ func (t *Tree) cascade(i int32, trig Component, l layer, acts []Action) ([]Actio
 	}
 	t.refreshLeaf(i)
 	return acts, nil
+}
+
+// trimLeaf splits leaf i so that its end holds the fewest whole pages that
+// cover want atoms; the end keeps slot i (the caller evicts it) and the
+// front becomes its parent. A leaf no longer than that is left whole.
+func (t *Tree) trimLeaf(i int32, want int, dst []Action) ([]Action, error) {
+	page := t.cfg.page
+	atoms := t.keyAtoms(&t.nodes[i])
+	drop := (want + page - 1) / page * page
+	if drop <= 0 || drop >= atoms {
+		return dst, nil
+	}
+	last := t.nodes[i].lastAccess
+	prefix, dst, err := t.split(i, atoms-drop, dst)
+	if err == nil {
+		// A trim is no access: the front keeps the leaf's place in the
+		// recency order (split stamps both halves with fresh ticks).
+		t.nodes[prefix].lastAccess = last
+	}
+	return dst, err
 }
 
 // EvictEnd finishes the eviction walk (idempotent).

@@ -50,6 +50,8 @@ type fuzzHarness struct {
 	live    map[uint64]core.Receipt
 	walking bool
 	bigram  bool
+	// prot holds the serials of the live protections.
+	prot []uint64
 	// liveNodes caches the live handles during one op.
 	liveNodes map[core.NodeID]bool
 }
@@ -308,12 +310,45 @@ func (h *fuzzHarness) op(r *fuzzReader) string {
 		require.Equal(t, before, tree.Render())
 		return "end-insert"
 	case 13:
-		if r.next()%4 != 0 {
+		switch r.next() % 4 {
+		case 1: // protect a queued request's prefix
+			ns := testNamespaces[r.next()%len(testNamespaces)]
+			p, err := tree.Protect(ns, r.tokens())
+			if h.walking {
+				require.ErrorIs(t, err, core.ErrEvictionInFlight)
+				return "protect"
+			}
+			require.NoError(t, err)
+			require.LessOrEqual(t, p.Len, 64)
+			h.prot = append(h.prot, p.Serial)
+			return "protect"
+		case 2: // release one, maybe twice, maybe never issued
+			var s uint64
+			k := r.next()
+			if len(h.prot) > 0 && k%4 != 0 {
+				s = h.prot[k%len(h.prot)]
+			} else {
+				s = uint64(k) + 1<<40
+			}
+			err := tree.Unprotect(s)
+			i := slices.Index(h.prot, s)
+			switch {
+			case h.walking:
+				require.ErrorIs(t, err, core.ErrEvictionInFlight)
+			case i < 0:
+				require.ErrorIs(t, err, core.ErrInvalidArgument)
+			default:
+				require.NoError(t, err)
+				h.prot = slices.Delete(h.prot, i, i+1)
+			}
+			return "unprotect"
+		case 3:
 			return "noop"
 		}
 		tree.Reset()
 		h.alloc = newFakeAlloc()
 		clear(h.live)
+		h.prot = h.prot[:0]
 		h.walking = false
 		return "reset"
 	case 14: // inspect a handle, maybe stale
@@ -377,6 +412,7 @@ func (h *fuzzHarness) check(op string) {
 		require.Contains(t, h.live, s)
 	}
 	require.Equal(t, h.walking, h.tree.EvictionInFlight())
+	require.Equal(t, len(h.prot), h.tree.Protections(), "after %s", op)
 }
 
 func runFuzzOps(t *testing.T, data []byte) {
@@ -412,6 +448,8 @@ func FuzzOps(f *testing.F) {
 	f.Add([]byte{2, 0, 1, 12, 3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 0, 2, 6, 3, 3, 3, 3, 1, 1, 1, 6, 12, 0, 7, 0, 5, 0, 4, 8, 7, 9, 13, 0, 14, 1, 3, 1, 0, 4, 0, 1})
 	// foreign handles and receipts, tampered receipts, bad begin-insert
 	f.Add([]byte{4, 15, 0, 15, 1, 4, 0, 2, 4, 0, 1, 4, 0, 3, 0, 10, 0, 5, 1, 2, 3, 4, 1, 0, 10, 1, 4, 1, 2, 3, 4, 1, 11, 12, 3, 254, 0, 3, 255, 0})
+	// protect a prefix, evict around it, release it twice
+	f.Add([]byte{0, 0, 0, 8, 1, 2, 3, 4, 1, 2, 3, 4, 1, 13, 1, 0, 8, 1, 2, 3, 4, 1, 2, 3, 4, 0, 0, 8, 2, 2, 2, 2, 3, 3, 3, 3, 1, 5, 30, 13, 2, 1, 13, 2, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		runFuzzOps(t, data)
 	})

@@ -456,6 +456,9 @@ func (t *Tree) insertCommit(s *insertState) {
 		t.evictable[Full] += len(val)
 		t.refreshLeaf(target)
 		t.refreshLeaf(s.node)
+		if t.cfg.policy.onInsert != nil {
+			t.cfg.policy.onInsert(t, target)
+		}
 		s.adopt(Full, s.cursor, s.L)
 		t.recordStored(target, MediumGPU, s.session)
 	}

@@ -182,6 +182,8 @@ func (t *Tree) retickPath(best int32) {
 		n := &t.nodes[i]
 		n.lastAccess = tick
 		n.credit = t.inflation + n.hits
+		n.crf = t.crfAdd(n.crf, tick)
+		n.reused = true
 		tick--
 	}
 }
@@ -204,8 +206,9 @@ func (t *Tree) split(child int32, at int, acts []Action) (int32, []Action, error
 	prefix := t.alloc(c.ns, key[:at*wd:at*wd])
 	c = &t.nodes[child] // alloc may grow the arena
 	p := &t.nodes[prefix]
-	p.priority, p.hits, p.creation, p.credit = c.priority, c.hits, c.creation, c.credit
+	p.priority, p.hits, p.creation, p.credit, p.crf, p.reused = c.priority, c.hits, c.creation, c.credit, c.crf, c.reused
 	p.wtPending, p.pin, p.pinGen = c.wtPending, c.pin, c.pinGen
+	p.queued = c.queued // Unprotect walks up through the new prefix
 	p.extStored, p.extPending = c.extStored, c.extPending
 
 	// The prefix takes the child's place in the parent's children and on

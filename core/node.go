@@ -64,6 +64,9 @@ type node struct {
 	hits       int64
 	priority   int64
 	credit     int64 // gdsf: inflation at last access + hits
+	crf        int64 // lrfu: decayed count of matches, log domain (adaptive.go)
+	reused     bool  // admit: matched again, or recreated from a ghost (admit.go)
+	queued     int32 // live protections (queued requests) counting this node (protect.go)
 
 	// page digests, computed lazily (hash.go): the storage chain and, in a
 	// non-default namespace, the salt-seeded event chain.
@@ -144,7 +147,7 @@ func (t *Tree) alloc(ns uint32, key []uint32) int32 {
 		pin:      nilIdx,
 	}
 	tick := t.nextTick()
-	n.creation, n.lastAccess = tick, tick
+	n.creation, n.lastAccess, n.crf = tick, tick, tick
 	n.credit = t.inflation
 	return i
 }

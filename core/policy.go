@@ -9,6 +9,13 @@ type policy struct {
 	key  func(t *Tree, n *node) (int64, int64)
 	// onEvict lets a policy update tree-wide state (gdsf's inflation).
 	onEvict func(t *Tree, n *node)
+	// onInsert lets a policy look at a new leaf (the adaptive policy's
+	// ghost check).
+	onInsert func(t *Tree, i int32)
+	// trim makes a Full walk free only what it still wants from the end of
+	// the chosen leaf (the rest stays cached) instead of the whole leaf; in
+	// a Full-only tree (auxiliary values are not split by eviction).
+	trim bool
 }
 
 var policies = []policy{
@@ -30,6 +37,12 @@ var policies = []policy{
 	// popularity decays instead of pinning a node forever.
 	{name: "gdsf", key: func(_ *Tree, n *node) (int64, int64) { return n.credit, n.lastAccess },
 		onEvict: func(t *Tree, n *node) { t.inflation = max(t.inflation, n.credit) }},
+	// lrfu is decayed frequency with adaptive half-life, ghost history and
+	// trimming eviction (adaptive.go).
+	{name: "lrfu", key: lrfuKey, onEvict: lrfuEvict, onInsert: lrfuInsert, trim: true},
+	// admit is lru with learned TinyLFU-style admission: never-reused
+	// leaves past a window go first (admit.go).
+	{name: "admit", key: admitKey, onEvict: admitEvict, onInsert: admitInsert, trim: true},
 }
 
 // PolicyNames lists the known eviction policies.

@@ -240,6 +240,7 @@ func (t *Tree) SanityCheckOngoing(o Ongoing) error {
 			add("tree: %s protected size %d, nodes sum to %d", Component(c), t.protected[c], protected[c])
 		}
 	}
+	t.checkProtections(add)
 	if len(bad) == 0 {
 		return nil
 	}

@@ -32,6 +32,10 @@ type Tree struct {
 	tick  int64
 	// inflation is gdsf's aging level: the credit of the last victim.
 	inflation int64
+	// adapt is the adaptive policy's learning state (adaptive.go).
+	adapt adaptState
+	// admit is the admit policy's learning state (admit.go).
+	admit admitState
 
 	nsIDs  map[Namespace]uint32
 	nsList []Namespace
@@ -49,6 +53,9 @@ type Tree struct {
 	receipts      map[uint64]liveReceipt // by serial
 	receiptSerial uint64
 	lockReceipt   Receipt // Lock's and Unlock's scratch receipt (kept off the heap)
+
+	protections   map[uint64][]nodeRef // queued requests' device paths, by serial (protect.go)
+	protectSerial uint64
 
 	ins  insertState
 	walk evictWalk
@@ -155,6 +162,8 @@ func (t *Tree) Reset() {
 	clear(t.edges)
 	t.tick = 0
 	t.inflation = 0
+	t.adapt.reset()
+	t.admit.reset()
 	t.evictable = [numComponents]int{}
 	t.protected = [numComponents]int{}
 	t.dset = t.dset[:0]
@@ -164,6 +173,7 @@ func (t *Tree) Reset() {
 	clear(t.loadBacks)
 	t.clearLRUs()
 	clear(t.receipts)
+	clear(t.protections)
 	t.ins = insertState{keyBuf: t.ins.keyBuf[:0], valBuf: t.ins.valBuf[:0]}
 	t.walk = evictWalk{heap: t.walk.heap[:0]}
 	t.broken = nil

@@ -472,6 +472,12 @@ func (d *Dispatcher) runHost(t *core.Tree, tag uint32, q *abi.Request, r *abi.Re
 		return true, t.FinishLinkerOffload(q.Nodes, q.OffloadID, q.OK)
 	case abi.OpMarkLinkerStoredPath:
 		return true, t.MarkLinkerStoredPath(node, abi.TagID(q.Until, tag))
+	case abi.OpProtect:
+		p, err := t.Protect(q.Insert.Namespace, q.Insert.Tokens)
+		r.Protection = p
+		return true, err
+	case abi.OpUnprotect:
+		return true, t.Unprotect(q.Serial)
 	}
 	return false, nil
 }

@@ -34,6 +34,7 @@ export const OPS = Object.freeze({
   // The block-cache facade beside each instance's tree.
   blocks_configure: 0x68, blocks_lookup: 0x69, blocks_peek: 0x6a, blocks_insert: 0x6b,
   blocks_release: 0x6c, blocks_evict: 0x6d, blocks_stats: 0x6e,
+  protect: 0x58, unprotect: 0x59,
 });
 
 export const SNAPSHOT_KINDS = Object.freeze({ plain: 0, tail: 1, sibling: 2 });
@@ -181,7 +182,8 @@ export function encodeRequest(q) {
       w.bool(c.external_linker);
       break;
     }
-    case OPS.match: putNamespace(w, q.namespace); w.u32s(q.tokens); break;
+    case OPS.match: case OPS.protect: putNamespace(w, q.namespace); w.u32s(q.tokens); break;
+    case OPS.unprotect: w.u64(q.serial); break;
     case OPS.insert: case OPS.begin_insert:
       putNamespace(w, q.namespace); w.u32s(q.tokens); w.i32s(q.slots); w.i32(q.prev_prefix_len ?? 0);
       w.i64(q.priority ?? 0); w.bool(q.chunked); w.bool(q.track_adopted); w.str(q.session_id);
@@ -378,6 +380,7 @@ export function decodeResponse(bytes) {
       m.stats = st;
       break;
     }
+    case OPS.protect: m.serial = r.u64('serial'); m.len = r.i32('len'); break;
   }
   m.actions = getActions(r);
   r.end();

@@ -131,6 +131,15 @@
 // events carried. Requests occupy a worker for uncached/10 ms plus 20 ms
 // per output token (a timing model: workers do not queue). --json prints
 // {"strategies": {"prefix_aware": {"hit_rate": ...}, ...}, ...}.
+// A column offline* shows the offline bound (Belady's rule, knowing the
+// future; --offline=false skips it).
+//
+// --service-rate TOKENS/S (sweep and replay) models a scheduler queue: a
+// FIFO server prefilling that many input tokens per second, fed at the
+// workload's timestamps, protects the prefixes of the requests waiting in
+// its queue (core.Tree.Protect). sweep adds a policy+q column per policy and
+// replay a "with queue protection" line: reported apart, since it uses
+// knowledge of the queue that a plain policy does not have.
 package main
 
 import (

@@ -425,7 +425,7 @@ func TestSweep_WritesSVG(t *testing.T) {
 		}
 	}
 	require.Equal(t, "svg", root)
-	require.Equal(t, 3, polylines)
+	require.Equal(t, 3+1, polylines, "three policies and the dashed offline bound")
 	require.Greater(t, texts, 11+5+3) // y ticks, x ticks, legend
 
 	code, _, errOut = cli(t, "sweep", "--requests", "50", "--policies", "lru,bogus", "--svg", "")
@@ -635,4 +635,58 @@ func TestReplay_HostTier(t *testing.T) {
 	want := deterministic(replayJSON(t, gen...))
 	require.Positive(t, num(t, want, "hits", "host_tokens"))
 	require.Equal(t, want, deterministic(replayJSON(t, "--log", log)))
+}
+
+// TestSweep_OfflineBound checks the bound's column: present, at least every
+// policy's hit rate in its row, and gone with --offline=false.
+func TestSweep_OfflineBound(t *testing.T) {
+	code, out, errOut := cli(t, "sweep", "--requests", "120", "--policies", "lru,lrfu", "--capacities", "20000,60000", "--svg", "")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, offlineLabel)
+	require.Contains(t, out, "offline bound")
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 || !strings.HasSuffix(f[3], "%") {
+			continue
+		}
+		rows++
+		var vals []float64
+		for _, v := range f[1:] {
+			x, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+			require.NoError(t, err)
+			vals = append(vals, x)
+		}
+		require.GreaterOrEqual(t, vals[2], vals[0], line)
+		require.GreaterOrEqual(t, vals[2], vals[1], line)
+	}
+	require.Equal(t, 2, rows, out)
+	code, out, errOut = cli(t, "sweep", "--requests", "60", "--policies", "lru", "--capacities", "20000", "--svg", "", "--offline=false")
+	require.Equal(t, 0, code, errOut)
+	require.NotContains(t, out, offlineLabel)
+}
+
+// TestQueueProtection_CLI: --service-rate adds the +q columns to sweep and
+// the protected line to replay (apart from the policy's own rate), and a
+// bad rate is refused.
+func TestQueueProtection_CLI(t *testing.T) {
+	code, out, errOut := cli(t, "sweep", "--requests", "120", "--policies", "lru,admit", "--capacities", "20000",
+		"--svg", "", "--offline=false", "--service-rate", "20000")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "lru+q")
+	require.Contains(t, out, "admit+q")
+	require.Contains(t, out, "scheduler-aware protection")
+	m := replayJSON(t, "--requests", "120", "--capacity", "20000", "--service-rate", "20000", "--quiet")
+	rate := num(t, m, "protected", "device_rate")
+	require.Greater(t, rate, 0.0)
+	require.Positive(t, num(t, m, "protected", "queue_max"))
+	require.Less(t, rate, 1.0)
+	for _, cmd := range []string{"sweep", "replay"} {
+		code, _, errOut = cli(t, cmd, "--requests", "10", "--service-rate", "-1", "--svg", "")
+		if cmd == "replay" {
+			code, _, errOut = cli(t, cmd, "--requests", "10", "--service-rate", "-1")
+		}
+		require.NotEqual(t, 0, code)
+		require.Contains(t, errOut, "--service-rate")
+	}
 }

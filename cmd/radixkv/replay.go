@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/radixkv/radixkv/core"
 	"github.com/radixkv/radixkv/host/native"
+	"github.com/radixkv/radixkv/internal/coresim"
+	"github.com/radixkv/radixkv/internal/offline"
 )
 
 const replaySynopsis = "replay [--cache tree|blocks] [--engine wasm|inprocess|direct] [--trace FILE | --log FILE | --seed N --requests N] [flags]"
@@ -23,6 +26,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&s.json, "json", false, "print the report as one JSON object")
 	fs.BoolVar(&s.quiet, "quiet", false, "draw no progress bar")
 	s.gpu.register(fs)
+	fs.Float64Var(&s.serviceRate, "service-rate", 0, "also report the device hit rate with scheduler-aware protection: a FIFO server prefilling this many input tokens per second, fed at the workload's timestamps, protects the prefixes of the requests waiting in its queue (a separate pass; 0: off)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the replay loop to `file` (go tool pprof)")
 	fs.StringVar(&s.mambaPolicy, "mamba-policy", "lru", "SSM snapshot policy of --cache blocks with mamba: lru (finish-leaf states, the seed's recency order) or marconi (also branch-point states, evicted by recency + alpha * FLOPs saved per byte)")
 	fs.StringVar(&s.model, "hybrid-model", "7b-hybrid", "hybrid model preset for FLOP accounting and marconi: 7b-hybrid (24 SSM / 4 attention / 28 MLP layers, d=4096, n=128)")
@@ -31,6 +35,9 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&s.cache, "cache", "tree", "cache structure: tree (the unified radix tree through --engine) or blocks (the block-cache facade of the second seed behind --engine: block size --page-size, LRU, with mamba an SSM snapshot index)")
 	if err := s.parse(fs, args); err != nil {
 		return err
+	}
+	if !(s.serviceRate >= 0) || math.IsInf(s.serviceRate, 0) {
+		return fmt.Errorf("--service-rate %v: must be a finite number of tokens per second ≥ 0", s.serviceRate)
 	}
 	l, err := s.loadWorkload()
 	if err != nil {
@@ -289,6 +296,20 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	// the timed loop.
 	if err := ctl.Audit(); err != nil {
 		return nil, fmt.Errorf("after the replay: %w", err)
+	}
+	// The offline bound: a separate pass over the same input tokens.
+	if b, err := offline.Belady(offline.Config{Capacity: s.capacity, PageSize: cfg.PageSize}, l.reqs); err == nil {
+		rep.OfflineBound = &boundReport{DeviceRate: b.HitRate, Note: boundNote}
+	}
+	// Scheduler-aware protection: a separate pass on the core alone (Full
+	// only, like the bound), reported apart from the policy's own rate.
+	if s.serviceRate > 0 && s.components == "full" {
+		q, err := coresim.Run(coresim.Config{Capacity: s.capacity, PageSize: cfg.PageSize, Policy: cfg.Policy, ServiceRate: s.serviceRate}, l.reqs)
+		if err != nil {
+			return nil, fmt.Errorf("protected pass: %w", err)
+		}
+		rep.Protected = &protectedReport{DeviceRate: q.HitRate, ServiceRate: s.serviceRate, QueueMean: q.QueueMean, QueueMax: q.QueueMax,
+			Note: fmt.Sprintf(protectedNote, s.serviceRate, q.QueueMean, q.QueueMax)}
 	}
 	c := &rep.Canary
 	c.Enabled = s.canary

@@ -61,7 +61,15 @@ type report struct {
 		HostNote     string  `json:"host_note"`
 	} `json:"hits"`
 	PrefillTokensSaved int64 `json:"prefill_tokens_saved"`
-	Evictions          struct {
+	// OfflineBound is the device hit rate the offline bound reaches on the
+	// same requests, capacity and page size (a separate pass that knows the
+	// future: a reference, not a policy).
+	OfflineBound *boundReport `json:"offline_bound,omitempty"`
+	// Protected is the device hit rate of the same policy with
+	// scheduler-aware protection of a modelled queue (--service-rate; a
+	// separate pass: it knows the queue, so it is not the policy's rate).
+	Protected *protectedReport `json:"protected,omitempty"`
+	Evictions struct {
 		Calls  int   `json:"calls"`
 		Nodes  int64 `json:"nodes"`
 		Tokens int64 `json:"tokens"`
@@ -222,6 +230,12 @@ func (r *report) writeText(w io.Writer) error {
 	} else {
 		p("  host\t%s\t(%s)", pct(h.HostRate), h.HostNote)
 	}
+	if b := r.OfflineBound; b != nil {
+		p("  offline bound\t%s\t(device, %s)", pct(b.DeviceRate), b.Note)
+	}
+	if q := r.Protected; q != nil {
+		p("  with queue protection\t%s\t(device, %s)", pct(q.DeviceRate), q.Note)
+	}
 	p("prefill tokens saved\t%s\t(computed %s)", count(r.PrefillTokensSaved), count(r.ComputedTokens))
 	unit, holder := "nodes", "tree"
 	if s.Cache == "blocks" {
@@ -309,3 +323,22 @@ func (r *report) writeText(w io.Writer) error {
 	_, err := io.WriteString(w, text.String())
 	return err
 }
+
+// protectedReport is the line of a report with scheduler-aware protection.
+type protectedReport struct {
+	DeviceRate  float64 `json:"device_rate"`
+	ServiceRate float64 `json:"service_rate"`
+	QueueMean   float64 `json:"queue_mean"`
+	QueueMax    int     `json:"queue_max"`
+	Note        string  `json:"note"`
+}
+
+const protectedNote = "same policy, protecting the prefixes queued before a FIFO server at %g tokens/s: %.1f waiting on average, at most %d; it knows the queue"
+
+// boundReport is the offline bound's line of a report.
+type boundReport struct {
+	DeviceRate float64 `json:"device_rate"`
+	Note       string  `json:"note"`
+}
+
+const boundNote = "Belady: evicts the page used furthest in the future, knowing the whole workload; not reachable online"

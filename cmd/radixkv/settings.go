@@ -35,6 +35,7 @@ type settings struct {
 	capacity      int // 0: the default for the workload's source
 	hostCapacity  int
 	policy        string
+	serviceRate   float64 // replay: tokens/s of the modelled queue (0: off)
 	writePolicy   string
 	canary        bool
 	outputTokens  bool

@@ -19,6 +19,8 @@ type chart struct {
 type series struct {
 	Name string
 	Y    []float64 // one per X, in 0..1
+	// Dashed draws a reference line (the offline bound), not a policy.
+	Dashed bool
 }
 
 // Chart geometry in SVG user units.
@@ -106,14 +108,19 @@ func (c *chart) writeSVG(w io.Writer) error {
 		for j, y := range s.Y {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xpos(c.X[j]), ypos(y)))
 		}
+		dash := ""
+		if s.Dashed {
+			col = "#555555"
+			dash = ` stroke-dasharray="6 4"`
+		}
 		p(`<g class="series" data-policy="%s">`, esc(s.Name))
-		p(`<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, col, strings.Join(pts, " "))
+		p(`<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`, col, dash, strings.Join(pts, " "))
 		for j, y := range s.Y {
 			p(`<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s, %s tokens: %.2f%%</title></circle>`, xpos(c.X[j]), ypos(y), col, esc(s.Name), count(c.X[j]), 100*y)
 		}
 		p(`</g>`)
 		ly := legendY + i*legendStride
-		p(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>`, legendX, ly, legendX+24, ly, col)
+		p(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`, legendX, ly, legendX+24, ly, col, dash)
 		p(`<text x="%d" y="%d" dominant-baseline="middle">%s</text>`, legendX+30, ly, esc(s.Name))
 	}
 	p(`</svg>`)

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,9 +15,10 @@ import (
 
 	"github.com/radixkv/radixkv/core"
 	"github.com/radixkv/radixkv/internal/coresim"
+	"github.com/radixkv/radixkv/internal/offline"
 )
 
-const sweepSynopsis = "sweep [--policies lru,lfu,...] [--capacities N,N,...] [--svg FILE] [--trace FILE | --log FILE | --seed N --requests N] [flags]"
+const sweepSynopsis = "sweep [--policies lru,lfu,...] [--capacities N,N,...] [--svg FILE] [--offline=false] [--service-rate TOKENS/S] [--trace FILE | --log FILE | --seed N --requests N] [flags]"
 
 // Default sweep capacities (tokens) for the built-in workload and traces.
 const (
@@ -38,8 +41,15 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&policies, "policies", "lru,lfu,fifo,slru,gdsf", "comma-separated eviction policies")
 	fs.StringVar(&capacities, "capacities", "", fmt.Sprintf("comma-separated device capacities in tokens (default %s for the built-in workload, %s for traces)", defaultGenCapacities, defaultTraceCapacities))
 	fs.StringVar(&svgPath, "svg", "sweep.svg", "SVG chart to write (empty: none)")
+	withBound := true
+	fs.BoolVar(&withBound, "offline", true, "also compute the offline bound (Belady's rule with the future known; a reference, not a policy)")
+	var rate float64
+	fs.Float64Var(&rate, "service-rate", 0, "also replay each policy with scheduler-aware protection: a FIFO server prefilling this many input tokens per second, fed at the workload's timestamps, protects the prefixes of the requests waiting in its queue (columns policy+q; 0: off)")
 	if err := s.parse(fs, args); err != nil {
 		return err
+	}
+	if !(rate >= 0) || math.IsInf(rate, 0) {
+		return fmt.Errorf("--service-rate %v: must be a finite number of tokens per second ≥ 0", rate)
 	}
 	// Defaults a log's settings may replace; sweep ignores the rest.
 	s.engine, s.components, s.policy, s.writePolicy = "direct", "full", "lru", "write_through"
@@ -83,55 +93,99 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	// Every cell is independent: spread them over the CPUs.
-	res := make([][]sweepResult, len(pols))
+	// Every cell is independent: spread them over the CPUs. With a service
+	// rate, rows len(pols).. are the same policies with protection.
+	runs := len(pols)
+	if rate > 0 {
+		runs *= 2
+	}
+	res := make([][]sweepResult, runs)
 	type cell struct{ p, c int }
 	work := make(chan cell)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(pols)*len(caps)) {
+	for range min(runtime.GOMAXPROCS(0), runs*len(caps)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for w := range work {
-				st, err := coresim.Run(coresim.Config{Capacity: caps[w.c], PageSize: s.pageSize, Policy: pols[w.p]}, l.reqs)
+				cfg := coresim.Config{Capacity: caps[w.c], PageSize: s.pageSize, Policy: pols[w.p%len(pols)]}
+				if w.p >= len(pols) {
+					cfg.ServiceRate = rate
+				}
+				st, err := coresim.Run(cfg, l.reqs)
 				res[w.p][w.c] = sweepResult{st, err}
 			}
 		}()
 	}
-	for p := range pols {
+	for p := range runs {
 		res[p] = make([]sweepResult, len(caps))
 	}
-	for p := range pols {
+	for p := range runs {
 		for c := range caps {
 			work <- cell{p, c}
 		}
 	}
 	close(work)
 	wg.Wait()
-	for p := range pols {
+	names := slices.Clone(pols)
+	if rate > 0 {
+		for _, p := range pols {
+			names = append(names, p+"+q")
+		}
+	}
+	for p := range runs {
 		for c := range caps {
 			if err := res[p][c].err; err != nil {
-				return fmt.Errorf("policy %s, capacity %d: %w", pols[p], caps[c], err)
+				return fmt.Errorf("policy %s, capacity %d: %w", names[p], caps[c], err)
 			}
+		}
+	}
+
+	// The offline bound: a separate pass that reads the whole workload.
+	var bound []float64
+	if withBound {
+		blocks, err := offline.NewBlocks(l.reqs, s.pageSize)
+		if err != nil {
+			return err
+		}
+		for _, cp := range caps {
+			st, err := blocks.Belady(cp)
+			if err != nil {
+				return fmt.Errorf("offline bound, capacity %d: %w", cp, err)
+			}
+			bound = append(bound, st.HitRate)
 		}
 	}
 
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(stdout, "hit rate by capacity (tokens) and policy; %s, page %d, %d requests\n", l.source, s.pageSize, len(l.reqs))
 	fmt.Fprint(tw, "capacity\t")
-	for _, p := range pols {
+	for _, p := range names {
 		fmt.Fprintf(tw, "%s\t", p)
+	}
+	if withBound {
+		fmt.Fprint(tw, offlineLabel+"\t")
 	}
 	fmt.Fprintln(tw)
 	for c, cp := range caps {
 		fmt.Fprintf(tw, "%s\t", count(cp))
-		for p := range pols {
+		for p := range runs {
 			fmt.Fprintf(tw, "%s\t", pct(res[p][c].stats.HitRate))
+		}
+		if withBound {
+			fmt.Fprintf(tw, "%s\t", pct(bound[c]))
 		}
 		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if withBound {
+		fmt.Fprintln(stdout, offlineNote)
+	}
+	if rate > 0 {
+		q := res[len(pols)][0].stats
+		fmt.Fprintf(stdout, queueNote, rate, q.QueueMean, q.QueueMax)
 	}
 	if svgPath == "" {
 		return nil
@@ -141,12 +195,15 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 		src = string(r[:59]) + "…"
 	}
 	ch := chart{Title: fmt.Sprintf("Hit rate vs device capacity (%s)", src), XLabel: "device capacity (tokens)", YLabel: "hit rate", X: caps}
-	for p, name := range pols {
+	for p, name := range names {
 		ser := series{Name: name}
 		for c := range caps {
 			ser.Y = append(ser.Y, res[p][c].stats.HitRate)
 		}
 		ch.Series = append(ch.Series, ser)
+	}
+	if withBound {
+		ch.Series = append(ch.Series, series{Name: offlineLabel, Y: bound, Dashed: true})
 	}
 	f, err := os.Create(svgPath)
 	if err != nil {
@@ -162,6 +219,17 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "chart written to %s\n", svgPath)
 	return nil
 }
+
+// queueNote explains the +q columns.
+const queueNote = "+q: the same policy with scheduler-aware protection (not an online policy: it knows the queue):\n" +
+	"  a FIFO server prefills %g input tokens/s from the workload's timestamps and protects the\n" +
+	"  prefixes of the requests waiting in its queue (mean %.1f waiting, at most %d)\n"
+
+// The offline bound's column and legend name, and the line that explains it.
+const (
+	offlineLabel = "offline*"
+	offlineNote  = "* offline bound: evicts the leaf page whose next use is furthest in the future (Belady), knowing the\n  whole workload in advance; no online policy can reach it, it shows the headroom (internal/offline)"
+)
 
 // splitList splits a comma-separated flag value, dropping blanks.
 func splitList(v string) []string {

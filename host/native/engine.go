@@ -113,6 +113,12 @@ type Engine interface {
 	MarkLinkerPending(nodes []core.NodeID, id int64) error
 	FinishLinkerOffload(nodes []core.NodeID, id int64, ok bool) error
 	MarkLinkerStoredPath(from, until core.NodeID) error
+	// Protect and Unprotect are scheduler-aware protection (opt-in): the
+	// device-cached prefix of a request waiting in the host's queue goes
+	// after every unprotected leaf in a Full eviction, until Unprotect
+	// (the request was admitted or dropped). See core.Tree.Protect.
+	Protect(ns core.Namespace, tokens []uint32) (core.Protection, error)
+	Unprotect(serial uint64) error
 	// SanityCheckOngoing is SanityCheck that also checks the host's
 	// write-throughs and load-backs in flight (slow; tests and tools).
 	SanityCheckOngoing(o core.Ongoing) error
@@ -421,6 +427,20 @@ func (e *directEngine) MarkLinkerStoredPath(from, until core.NodeID) error {
 		return errEngineClosed
 	}
 	return e.t.MarkLinkerStoredPath(from, until)
+}
+
+func (e *directEngine) Protect(ns core.Namespace, tokens []uint32) (core.Protection, error) {
+	if e.closed {
+		return core.Protection{}, errEngineClosed
+	}
+	return e.t.Protect(ns, tokens)
+}
+
+func (e *directEngine) Unprotect(serial uint64) error {
+	if e.closed {
+		return errEngineClosed
+	}
+	return e.t.Unprotect(serial)
 }
 
 func (e *directEngine) SanityCheckOngoing(o core.Ongoing) error {

@@ -710,6 +710,29 @@ func (e *wireEngine) MarkLinkerStoredPath(from, until core.NodeID) error {
 	return err
 }
 
+func (e *wireEngine) Protect(ns core.Namespace, tokens []uint32) (core.Protection, error) {
+	if err := e.usable(); err != nil {
+		return core.Protection{}, err
+	}
+	e.q.Insert.Namespace, e.q.Insert.Tokens = ns, tokens
+	err := e.roundTrip(abi.OpProtect)
+	e.q.Insert = core.InsertParams{}
+	if err != nil {
+		return core.Protection{}, err
+	}
+	return e.r.Protection, nil
+}
+
+func (e *wireEngine) Unprotect(serial uint64) error {
+	if err := e.usable(); err != nil {
+		return err
+	}
+	e.q.Serial = serial
+	err := e.roundTrip(abi.OpUnprotect)
+	e.q.Serial = 0
+	return err
+}
+
 func (e *wireEngine) SanityCheckOngoing(o core.Ongoing) error {
 	if err := e.usable(); err != nil {
 		return err

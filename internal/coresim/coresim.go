@@ -3,6 +3,7 @@ package coresim
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/radixkv/radixkv/core"
 	"github.com/radixkv/radixkv/workload"
@@ -28,6 +29,13 @@ type Config struct {
 	// SanityEvery runs core.Tree.SanityCheck after every SanityEvery-th
 	// request and at the end; 0 never runs it (it scans the whole tree).
 	SanityEvery int
+	// ServiceRate, when positive, models a scheduler queue and turns on
+	// scheduler-aware protection (core.Tree.Protect): one FIFO server
+	// prefills ServiceRate input tokens per second, requests arrive at
+	// their timestamps (milliseconds), and each request that has arrived
+	// but not yet started has its prefix protected until it starts. 0
+	// replays without a queue.
+	ServiceRate float64
 }
 
 // Stats summarises a replay.
@@ -54,12 +62,21 @@ type Stats struct {
 	CachedTokens int
 	// FreeSlots is the length of the free list at the end.
 	FreeSlots int
+	// With a ServiceRate: Protections is the number of queued requests
+	// protected, ProtectedTokens the tokens their protections covered when
+	// they were made, and QueueMean / QueueMax the number of requests
+	// waiting when a request started.
+	Protections     int
+	ProtectedTokens int64
+	QueueMean       float64
+	QueueMax        int
 }
 
 // sim is the replay's state; its buffers are reused across requests.
 type sim struct {
 	cfg     Config
 	tree    *core.Tree
+	q       queue
 	free    []int32 // a stack of free slot indices
 	matched []int32
 	slots   []int32
@@ -76,6 +93,9 @@ func Run(cfg Config, reqs []workload.Request) (Stats, error) {
 	if cfg.Capacity < 0 || int64(cfg.Capacity) > 1<<31 {
 		return Stats{}, fmt.Errorf("coresim: capacity %d out of range [0, 2^31]", cfg.Capacity)
 	}
+	if !(cfg.ServiceRate >= 0) || math.IsInf(cfg.ServiceRate, 0) {
+		return Stats{}, fmt.Errorf("coresim: service rate %v must be a finite rate ≥ 0 (tokens per second; 0: no queue)", cfg.ServiceRate)
+	}
 	if cfg.SanityEvery < 0 {
 		return Stats{}, fmt.Errorf("coresim: SanityEvery %d is negative", cfg.SanityEvery)
 	}
@@ -84,7 +104,12 @@ func Run(cfg Config, reqs []workload.Request) (Stats, error) {
 		return Stats{}, fmt.Errorf("coresim: %w", err)
 	}
 	s := &sim{cfg: cfg, tree: tree, free: identity(cfg.Capacity)}
-	if err := s.replay(reqs, s.request); err != nil {
+	one := s.request
+	if cfg.ServiceRate > 0 {
+		s.q = queue{reqs: reqs, serial: make([]uint64, len(reqs)), rate: cfg.ServiceRate}
+		one = s.queuedRequest
+	}
+	if err := s.replay(reqs, one); err != nil {
 		return s.finish(), err
 	}
 	st := s.finish()
@@ -105,6 +130,9 @@ func (s *sim) finish() Stats {
 	st := s.st
 	if st.InputTokens > 0 {
 		st.HitRate = float64(st.MatchedTokens) / float64(st.InputTokens)
+	}
+	if st.Requests > 0 && s.cfg.ServiceRate > 0 {
+		st.QueueMean = float64(s.q.waitSum) / float64(st.Requests)
 	}
 	st.CachedTokens, _ = s.tree.TotalSize()
 	st.FreeSlots = len(s.free)

@@ -1,0 +1,127 @@
+package core
+
+// The admit policy is LRU with TinyLFU-style admission, learned online:
+// a leaf whose content has never been reused is "on probation", and once
+// it is older than a window of W ticks it goes before every other leaf;
+// everything else (reused leaves, and probationers still inside the
+// window) is ordered by recency. W = 0 is pure admission (a new tail that
+// nobody asks for again goes first), a W longer than any leaf's age is
+// plain lru; W moves between the two by itself.
+//
+// Why: when reuse distances are much longer than the cache's reach, recency
+// keeps whatever came last, mostly one-off tails, and flushes the prefixes
+// that come back; what a serving cache can know about those is that they
+// came back before. When reuse is short (a chat's next turn right after
+// the answer), probation must last long enough to catch it: that is W.
+//
+// History beyond the cache: an evicted leaf leaves a ghost (its parent,
+// namespace and first page, as lrfu's) for up to admitHistory cache-sizes
+// of evicted atoms, so a prefix that is recreated after its eviction is
+// recognised as reused even when it comes back long after the cache forgot
+// it.
+//
+// Learning W (ARC's rule, deterministic): a ghost hit within one
+// cache-size of evicted atoms of the eviction says the victim's class was
+// wrongly cut. A probationer evicted that way grows W (new tails deserve a
+// longer window); a reused leaf evicted that way shrinks it (probation
+// costs the reused ones their place). Steps are W/8 + 1 ticks, so W spans
+// any clock scale in a few dozen hits.
+//
+// Cost per access: a flag set on the matched path (in the same loop that
+// restamps ticks), a map probe per new leaf and a map insert per victim;
+// the key is O(1).
+
+// admitHistory is how many cache-sizes of evicted atoms the ghosts cover.
+const admitHistory = 16
+
+type admitGhost struct {
+	atoms   int
+	seq     uint64 // matches the ring entry that owns it
+	evicted int64  // the evicted-atom count at its eviction
+	reused  bool   // the victim had been reused
+}
+
+// admitState is the admit policy's learning state.
+type admitState struct {
+	window  int64 // W, in ticks
+	ghosts  map[ghostKey]admitGhost
+	ring    []ghostRef
+	head    int
+	seq     uint64
+	atoms   int   // atoms the live ghosts stand for
+	evicted int64 // atoms evicted so far
+	grows   int64 // ghost hits that grew W
+	shrinks int64 // ghost hits that shrank W
+}
+
+func (a *admitState) reset() {
+	clear(a.ghosts)
+	*a = admitState{ghosts: a.ghosts, ring: a.ring[:0]}
+}
+
+func admitKey(t *Tree, n *node) (int64, int64) {
+	if n.reused || t.tick-n.creation < t.admit.window {
+		return 1, n.lastAccess
+	}
+	return 0, n.lastAccess
+}
+
+// admitEvict leaves the victim's ghost.
+func admitEvict(t *Tree, n *node) {
+	a := &t.admit
+	atoms := len(n.dev[Full])
+	cache := t.evictable[Full] + t.protected[Full]
+	a.evicted += int64(atoms)
+	if n.parent == nilIdx {
+		return
+	}
+	if a.ghosts == nil {
+		a.ghosts = make(map[ghostKey]admitGhost)
+	}
+	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
+	if old, ok := a.ghosts[k]; ok {
+		a.atoms -= old.atoms
+	}
+	a.seq++
+	a.ghosts[k] = admitGhost{atoms: atoms, seq: a.seq, evicted: a.evicted, reused: n.reused}
+	a.atoms += atoms
+	a.ring = append(a.ring, ghostRef{k, a.seq})
+	for a.atoms > admitHistory*cache && a.head < len(a.ring) {
+		r := a.ring[a.head]
+		a.head++
+		if g, ok := a.ghosts[r.key]; ok && g.seq == r.seq {
+			delete(a.ghosts, r.key)
+			a.atoms -= g.atoms
+		}
+	}
+	if a.head > 64 && a.head > len(a.ring)/2 {
+		a.ring = a.ring[:copy(a.ring, a.ring[a.head:])]
+		a.head = 0
+	}
+}
+
+// admitInsert marks a new leaf that recreates an evicted one as reused and
+// lets a recent ghost hit move W.
+func admitInsert(t *Tree, i int32) {
+	a := &t.admit
+	n := &t.nodes[i]
+	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
+	g, ok := a.ghosts[k]
+	if !ok {
+		return
+	}
+	delete(a.ghosts, k)
+	a.atoms -= g.atoms
+	n.reused = true
+	if a.evicted-g.evicted > int64(t.evictable[Full]+t.protected[Full]) {
+		return // too old to say which class was cut wrongly
+	}
+	step := a.window/8 + 1
+	if g.reused {
+		a.shrinks++
+		a.window = max(a.window-step, 0)
+	} else {
+		a.grows++
+		a.window = min(a.window+step, t.tick)
+	}
+}
