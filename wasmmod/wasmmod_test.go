@@ -53,7 +53,7 @@ var shared = sync.OnceValues(func() (wazero.CompiledModule, error) {
 var rt wazero.Runtime
 
 // instantiate gives each test its own, anonymous instance of the module.
-func instantiate(t *testing.T) *guest {
+func instantiate(t testing.TB) *guest {
 	ctx := context.Background()
 	compiled, err := shared()
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func instantiate(t *testing.T) *guest {
 
 // roundTrip copies req into a guest buffer, calls, and copies the
 // response out, checking every memory access.
-func (g *guest) roundTrip(t *testing.T, req []byte) []byte {
+func (g *guest) roundTrip(t testing.TB, req []byte) []byte {
 	ctx := context.Background()
 	res, err := g.alloc.Call(ctx, uint64(len(req)))
 	require.NoError(t, err)

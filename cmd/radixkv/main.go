@@ -66,6 +66,13 @@
 // request larger than the device pool. An unknown flag prints the usage and
 // exits with status 2; other failures exit with status 1.
 //
+// The wasm engine keeps the module's compiled code in wazero's compilation
+// cache under the user's cache directory (--wasm-cache, default
+// $XDG_CACHE_HOME/radixkv/wazero or ~/.cache/radixkv/wazero), so only the
+// first run pays for compiling it; --wasm-cache=off compiles in memory every
+// run. The report's time line says how long after the start the first
+// request ran (startup_seconds in JSON).
+//
 // --json prints one JSON object instead of the text report; its top-level
 // hit_rate is all matched tokens (device and host) over all input tokens,
 // and with a host tier a host_tier object holds the tier's counters.
@@ -97,7 +104,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
+
+// processStart is when the process started, as near as Go lets a
+// program see it; replay reports the time from here to its first request.
+var processStart = time.Now()
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))

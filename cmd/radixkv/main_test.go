@@ -39,7 +39,7 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 func availableEngines(t *testing.T) []string {
 	var out []string
 	for _, name := range engineNames {
-		eng, err := newEngine(name, core.Config{PageSize: 16})
+		eng, err := newEngine(name, core.Config{PageSize: 16}, t.TempDir())
 		require.NoError(t, err)
 		require.NoError(t, eng.Close())
 		out = append(out, name)

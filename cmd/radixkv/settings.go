@@ -32,6 +32,7 @@ type settings struct {
 	writePolicy  string
 	canary       bool
 	outputTokens bool
+	wasmCache    string // compilation cache directory; "off" or "": none
 
 	// Hybrid models (--components with swa and/or mamba).
 	swaWindow     int
@@ -90,6 +91,7 @@ func (s *settings) cacheFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.policy, "policy", "lru", "eviction policy: "+strings.Join(core.PolicyNames(), ", "))
 	fs.StringVar(&s.writePolicy, "write-policy", "write_through", "host-tier write policy: write_through (copy a prefix to the host when it is cached) or write_back (copy a leaf when it is evicted from the device); no effect without --host-capacity")
 	fs.BoolVar(&s.canary, "canary", true, "write a KV canary into every slot and verify every match against it")
+	fs.StringVar(&s.wasmCache, "wasm-cache", defaultWasmCache(), "`dir`ectory that keeps the wasm engine's compiled code, so later runs skip compiling the module; off: compile in memory every run")
 	fs.BoolVar(&s.outputTokens, "output-tokens", false, "append each request's output_length decoded tokens through Extend (deterministic ids)")
 }
 
