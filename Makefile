@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test race bench check fuzz demo
+.PHONY: test race bench check fuzz fuzz-abi demo
 
 test:
 	$(GO) test ./...
@@ -26,6 +26,18 @@ check:
 fuzz:
 	$(GO) test ./core -run '^$$' -fuzz '^FuzzOps$$' -fuzztime 20s -fuzzminimizetime 5s
 	$(GO) test ./core -run '^$$' -fuzz '^FuzzHybridOps$$' -fuzztime 20s -fuzzminimizetime 5s
+	$(GO) test ./wasmmod -run '^$$' -fuzz '^FuzzModuleCall$$' -fuzztime 20s -fuzzminimizetime 5s
+
+# fuzz-abi drives long-lived radixkv.wasm instances with CALLS random and
+# mutated calls (split over WORKERS instances, one per CPU by default),
+# checking every answer against abi/SPEC.md and the in-process dispatcher
+# (internal/abifuzz). make fuzz-abi CALLS=10000000 runs 10^7 calls.
+CALLS ?= 1000000
+WORKERS ?= 0
+SEED ?= 1
+fuzz-abi:
+	$(GO) test ./internal/abifuzz -run '^TestABIFuzz$$' -count=1 -v -timeout 0 \
+		-abifuzz.calls=$(CALLS) -abifuzz.workers=$(WORKERS) -abifuzz.seed=$(SEED)
 
 demo:
 	$(GO) run ./cmd/radixkv replay
