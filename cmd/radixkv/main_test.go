@@ -207,8 +207,10 @@ func TestReplay_CapacityTooSmall(t *testing.T) {
 	code, out, errOut = cli(t, "replay", "--engine", "direct", "--trace", p, "--capacity", "1000")
 	require.Equal(t, 1, code)
 	require.Empty(t, out)
-	require.Contains(t, errOut, "request 1 (")
-	require.Contains(t, errOut, "t.jsonl:2) needs 2000 KV slots")
+	// Refused on its line, before its tokens are expanded.
+	require.Contains(t, errOut, "capacity too small: workload: "+p+":2: input_length 2000: ")
+	require.Contains(t, errOut, "at most 1000 tokens")
+	require.Contains(t, errOut, "--capacity")
 }
 
 func TestReplay_SettingErrors(t *testing.T) {

@@ -69,6 +69,9 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	if err := s.checkFits(l); err != nil {
 		return nil, err
 	}
+	if err := s.checkMemory(); err != nil {
+		return nil, err
+	}
 	rep := &report{Engine: s.engine, Workload: l.source}
 	eng, err := newEngine(s.engine, cfg, s.wasmCache)
 	if err != nil {
