@@ -2,6 +2,7 @@ package native
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/radixkv/radixkv/core"
@@ -92,14 +93,14 @@ func (c *Controller) stateIs(slot int32, h uint64, n int) (bool, error) {
 // verifyState checks a state slot like verifyChain checks KV slots.
 func (c *Controller) verifyState(slot int32, h uint64, n int) error {
 	ok, err := c.stateIs(slot, h, n)
+	if err != nil {
+		return fmt.Errorf("native: reading the canary of mamba state slot %d: %w", slot, err)
+	}
 	c.stats.CanaryChecked++
-	if err == nil && ok {
+	if ok {
 		return nil
 	}
 	c.stats.CanaryMismatches++
-	if err != nil {
-		return fmt.Errorf("%w: mamba state slot %d after %d atoms: %v", ErrCanaryMismatch, slot, n, err)
-	}
 	return fmt.Errorf("%w: mamba state slot %d does not hold the state after %d atoms", ErrCanaryMismatch, slot, n)
 }
 
@@ -202,7 +203,9 @@ func (h *hybrid) requestWindow(r *Request) swaWindow {
 // every i < len(slots), starting from chain value h at position 0, and
 // that the SWA slots of the positions in w hold it too. It returns the
 // chain value after len(slots) tokens, the number of bad slots and an
-// error naming the first one. Call with c.mu held.
+// error naming the first one: ErrCanaryMismatch, or the pool's error when
+// a slot could not be read (which counts as no bad slot: the I/O failed,
+// not the data). Call with c.mu held.
 func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, slots []int32, w swaWindow) (uint64, int, error) {
 	var first error
 	bad, checked := 0, len(slots)
@@ -210,9 +213,10 @@ func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, s
 		h = canaryStep(h, tokens[i])
 		putCanary(&c.want, h, i)
 		if err := c.kv.Read(s, c.got[:]); err != nil {
-			bad++
+			// An I/O error says nothing about the slot's data.
+			checked--
 			if first == nil {
-				first = fmt.Errorf("%w: position %d, slot %d: %v", ErrCanaryMismatch, i, s, err)
+				first = fmt.Errorf("native: reading the canary of position %d, slot %d: %w", i, s, err)
 			}
 			continue
 		}
@@ -227,7 +231,11 @@ func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, s
 		if w.hi > 0 && w.has(i) {
 			checked++
 			if err := c.verifySWASlot(ns, i, s); err != nil {
-				bad++
+				if errors.Is(err, ErrCanaryMismatch) {
+					bad++
+				} else {
+					checked--
+				}
 				if first == nil {
 					first = err
 				}
@@ -247,7 +255,7 @@ func (c *Controller) verifySWASlot(ns core.Namespace, i int, s int32) error {
 		return fmt.Errorf("%w: namespace %+v position %d: full slot %d maps to no SWA slot", ErrCanaryMismatch, ns, i, s)
 	}
 	if err := c.hy.swa.Read(sw, c.got[:]); err != nil {
-		return fmt.Errorf("%w: position %d, SWA slot %d: %v", ErrCanaryMismatch, i, sw, err)
+		return fmt.Errorf("native: reading the canary of position %d, SWA slot %d: %w", i, sw, err)
 	}
 	if c.got != c.want {
 		return fmt.Errorf("%w: namespace %+v position %d SWA slot %d (of full slot %d) holds %x, want %x",

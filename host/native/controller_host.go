@@ -32,9 +32,8 @@ type hostTier struct {
 	nHeld [3]int
 	ack   int64 // last write-through acknowledgement id
 
-	buf   []byte        // slot bytes in transit
 	acts  []core.Action // EvictHost scratch
-	slots []int32       // allocation scratch
+	slots []int32       // load-back slot scratch
 }
 
 func newHostTier(ecfg core.Config, pools Pools, c *Controller) (*hostTier, error) {
@@ -111,7 +110,8 @@ func (c *Controller) executeHost(a *core.Action) error {
 	}
 	switch a.Kind {
 	case core.ActionBackupKV:
-		return c.backupChain(a.Nodes)
+		// The calls below may reuse the action's buffers.
+		return c.backupChain(slices.Clone(a.Nodes))
 	case core.ActionRebuildFullToSWAMapping:
 		if c.hy.swa == nil {
 			return fmt.Errorf("%w: %v needs the full-to-SWA slot mapping", ErrNoPool, *a)
@@ -139,63 +139,18 @@ func (c *Controller) freeHost(a *core.Action) error {
 			return fmt.Errorf("%w: %v: %s host slot %d is not held by the tree", ErrAccounting, *a, comp, s)
 		}
 	}
-	p := h.host[comp]
-	if c.cfg.Canary {
-		for _, s := range a.Slots {
-			if err := p.Write(s, c.zero[:]); err != nil {
-				return err
-			}
-		}
-	}
-	if err := p.Free(a.Slots); err != nil {
+	// The tree gave them up: poisoned and freed, or kept for a retry.
+	if err := c.freeSlots(h.host[comp], a.Slots); err != nil {
 		return err
 	}
 	for _, s := range a.Slots {
 		h.held[comp][s>>6] &^= 1 << (uint(s) & 63)
 	}
 	h.nHeld[comp] -= len(a.Slots)
-	c.stats.FreedSlots += uint64(len(a.Slots))
 	c.stats.HostFreedSlots += uint64(len(a.Slots))
 	if comp == core.Full {
 		c.stats.HostFreedTokens += uint64(len(a.Slots))
 	}
-	return nil
-}
-
-// move copies slot src of pool from into slot dst of pool to (same slot
-// size, checked when the controller was built).
-func (c *Controller) move(to Pool, dst int32, from Pool, src int32) error {
-	n := from.SlotBytes()
-	if n == 0 {
-		return nil
-	}
-	if fs, ok := from.(slotSpan); ok {
-		if ts, ok := to.(slotSpan); ok {
-			src, err := fs.slotSpan(src)
-			if err != nil {
-				return err
-			}
-			dst, err := ts.slotSpan(dst)
-			if err != nil {
-				return err
-			}
-			copy(dst, src)
-			c.stats.BytesMoved += uint64(n)
-			return nil
-		}
-	}
-	h := c.ht
-	if cap(h.buf) < n {
-		h.buf = make([]byte, n)
-	}
-	buf := h.buf[:n]
-	if err := from.Read(src, buf); err != nil {
-		return err
-	}
-	if err := to.Write(dst, buf); err != nil {
-		return err
-	}
-	c.stats.BytesMoved += uint64(n)
 	return nil
 }
 
@@ -233,205 +188,12 @@ func backupNeeds(s core.BackupSpec) [3]int {
 	return n
 }
 
-// takeSlots allocates need[comp] slots from pools[comp] for each component
-// in turn, into the scratch buffer; backups (host pools) and load-backs
-// (device pools) take their slots the same way. It stops at the first
-// error; got[comp] counts what each component took, for giveBackSlots.
-func (h *hostTier) takeSlots(pools *[3]Pool, need [3]int) (slots []int32, got [3]int, err error) {
-	slots = h.slots[:0]
-	for comp, n := range need {
-		if n == 0 {
-			continue
-		}
-		k := len(slots)
-		if slots, err = pools[comp].Alloc(slots, n); err != nil {
-			break
-		}
-		got[comp] = len(slots) - k
-	}
-	h.slots = slots
-	return slots, got, err
-}
-
-// giveBackSlots frees the slots takeSlots took, got[comp] of them per
-// component in turn, through free (which differs for host and device
-// pools); it tries every component and joins the errors.
-func giveBackSlots(slots []int32, got [3]int, free func(comp core.Component, s []int32) error) error {
-	off := 0
-	var err error
-	for comp, n := range got {
-		if n > 0 {
-			err = errors.Join(err, free(core.Component(comp), slots[off:off+n]))
-			off += n
-		}
-	}
-	return err
-}
-
-// backupNode copies node's device data that has no host copy yet to the
-// host and commits it. It reports whether the backup happened (false:
-// the host has no room, nothing changed) and whether it copied the
-// node's Full data.
-func (c *Controller) backupNode(id core.NodeID) (ok, full bool, err error) {
-	h := c.ht
-	var spec core.BackupSpec
-	for attempt := 0; ; attempt++ {
-		if spec, err = c.eng.BackupSpec(id); err != nil {
-			return false, false, err
-		}
-		if spec.Empty() {
-			return true, false, nil
-		}
-		need := backupNeeds(spec)
-		fits := true
-		for comp, n := range need {
-			if n > 0 && h.host[comp] == nil {
-				return false, false, fmt.Errorf("%w: backup of %v copies %s data, but the controller has no %s pools", ErrNoPool, id, core.Component(comp), core.Component(comp))
-			}
-			if n > 0 && h.host[comp].Available() < n {
-				fits = false
-			}
-		}
-		if fits {
-			break
-		}
-		if attempt == 3 {
-			return false, false, nil
-		}
-		// Host evictions may change the spec (the SWA runs of the window
-		// above, a write-back host copy of the node itself): ask again.
-		for comp, n := range need {
-			if n == 0 {
-				continue
-			}
-			room, err := c.hostRoom(core.Component(comp), n)
-			if err != nil || !room {
-				return false, false, err
-			}
-		}
-	}
-	// Take every host slot first, then copy; on a failure give them back.
-	need := backupNeeds(spec)
-	slots, got, cerr := h.takeSlots(&h.host, need)
-	giveBack := func() error { return giveBackSlots(slots, got, c.dropHost) }
-	if cerr != nil {
-		return false, false, errors.Join(cerr, giveBack())
-	}
-	commit := core.BackupCommit{Mamba: -1}
-	off := 0
-	take := func(n int) []int32 { s := slots[off : off+n : off+n]; off += n; return s }
-	if spec.Full != nil {
-		commit.Full = take(len(spec.Full))
-		for k, s := range spec.Full {
-			if cerr = c.move(h.host[core.Full], commit.Full[k], c.kv, s); cerr != nil {
-				break
-			}
-		}
-	}
-	if len(spec.SWA) > 0 && cerr == nil {
-		commit.SWA = make([][]int32, len(spec.SWA))
-		for k, e := range spec.SWA {
-			commit.SWA[k] = take(len(e.Slots))
-			for j, f := range e.Slots {
-				sw := c.hy.mapping(f)
-				if sw < 0 {
-					cerr = fmt.Errorf("%w: backup of SWA data over full slot %d of %v, which maps to no SWA slot", ErrSWAMapping, f, e.Node)
-					break
-				}
-				if cerr = c.move(h.host[core.SWA], commit.SWA[k][j], c.hy.swa, sw); cerr != nil {
-					break
-				}
-			}
-			if cerr != nil {
-				break
-			}
-		}
-	}
-	if spec.Mamba >= 0 && cerr == nil {
-		commit.Mamba = take(1)[0]
-		cerr = c.move(h.host[core.Mamba], commit.Mamba, c.hy.mamba, spec.Mamba)
-	}
-	if cerr == nil {
-		cerr = c.eng.CommitBackup(id, commit)
-	}
-	if cerr != nil {
-		return false, false, errors.Join(cerr, giveBack())
-	}
-	off = 0
-	for comp, n := range got {
-		if n > 0 {
-			cerr = errors.Join(cerr, h.hold(core.Component(comp), slots[off:off+n]))
-			off += n
-		}
-	}
-	c.stats.Backups++
-	c.stats.BackedUpTokens += uint64(need[core.Full])
-	return true, spec.Full != nil, cerr
-}
-
-// dropHost frees host slots the controller took but the tree never got.
-func (c *Controller) dropHost(comp core.Component, slots []int32) error {
-	p := c.ht.host[comp]
-	if c.cfg.Canary {
-		for _, s := range slots {
-			_ = p.Write(s, c.zero[:])
-		}
-	}
-	return p.Free(slots)
-}
-
-// backupChain executes a BackupKV of an insert: each node of the chain
-// (ancestors first) is backed up; under write-through it is then locked
-// while its copy is "in flight", marked pending, acknowledged and
-// unlocked. The first node the host has no room for ends the chain (a
-// backed-up node needs a backed-up parent).
-func (c *Controller) backupChain(chain []core.NodeID) error {
-	chain = slices.Clone(chain) // the calls below may reuse the action's buffers
-	for _, id := range chain {
-		ok, full, err := c.backupNode(id)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			c.stats.BackupsRefused++
-			return nil
-		}
-		if c.ht.writeBack || !full {
-			continue
-		}
-		if err := c.writeThrough(id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeThrough publishes node's fresh host copy: lock, mark pending under
-// a new ack, acknowledge, unlock.
-func (c *Controller) writeThrough(id core.NodeID) error {
-	rc, err := c.eng.Lock(id, 0)
-	if err != nil {
-		return err
-	}
-	c.ht.ack++
-	ack := c.ht.ack
-	ids, err := c.eng.MarkWriteThroughPending([]core.NodeID{id}, ack)
-	if err == nil {
-		ids = slices.Clone(ids)
-		err = c.eng.FinishWriteThrough(ids, ack)
-	}
-	if err == nil {
-		c.stats.WriteThroughs++
-	}
-	return errors.Join(err, c.eng.Unlock(id, rc, false))
-}
-
 // evictToHost finishes a write-back eviction step that handed leaf id to
 // the host: back it up and demote it, or, when the host has no room,
 // drop it (with its host-only descendants). A drop the tree declines
 // leaves the leaf where it is.
 func (c *Controller) evictToHost(comp core.Component, id core.NodeID) error {
-	ok, _, err := c.backupNode(id)
+	ok, err := c.backupNode(id)
 	if err != nil {
 		return err
 	}
@@ -613,54 +375,52 @@ func (c *Controller) loadBackLocked(anchor core.NodeID) (bool, error) {
 	}
 	// Take the device slots (plain Full slots: the SWA side of the loaded
 	// nodes in the window comes from the plan's SWA runs, mapped by the
-	// commit's RebuildFullToSWAMapping actions), then copy.
+	// commit's RebuildFullToSWAMapping actions), then copy in one batch
+	// and wait for it: the arrival needs the data.
 	h := c.ht
-	slots, got, err := h.takeSlots(&h.dev, need)
+	slots, got, err := takeSlots(&h.dev, need, h.slots[:0])
+	h.slots = slots
 	giveBack := func() error {
 		return giveBackSlots(slots, got, func(comp core.Component, s []int32) error {
 			return c.freeSlots(h.dev[comp], s)
 		})
 	}
 	if err != nil {
-		return false, errors.Join(err, giveBack())
+		// A device Alloc failed: recompute instead.
+		c.stats.LoadBacksFailed++
+		return false, giveBack()
 	}
 	commit := core.LoadBackCommit{Mamba: -1}
+	b := &c.xfer.batch
+	b.Reset()
 	off := 0
 	take := func(n int) []int32 { s := slots[off : off+n : off+n]; off += n; return s }
 	commit.Full = make([][]int32, len(plan.Full))
 	for k, e := range plan.Full {
 		commit.Full[k] = take(len(e.Slots))
-		for j, s := range e.Slots {
-			if err = c.move(c.kv, commit.Full[k][j], h.host[core.Full], s); err != nil {
-				break
-			}
-		}
-		if err != nil {
-			break
-		}
+		b.Add(core.Full, Host, Device, e.Slots, commit.Full[k])
 	}
-	if len(plan.SWA) > 0 && err == nil {
+	if len(plan.SWA) > 0 {
 		commit.SWA = make([][]int32, len(plan.SWA))
 		for k, e := range plan.SWA {
 			commit.SWA[k] = take(len(e.Slots))
-			for j, s := range e.Slots {
-				if err = c.move(c.hy.swa, commit.SWA[k][j], h.host[core.SWA], s); err != nil {
-					break
-				}
-			}
-			if err != nil {
-				break
-			}
+			b.Add(core.SWA, Host, Device, e.Slots, commit.SWA[k])
 		}
 	}
-	if plan.Mamba >= 0 && err == nil {
+	if plan.Mamba >= 0 {
 		commit.Mamba = take(1)[0]
-		err = c.move(c.hy.mamba, commit.Mamba, h.host[core.Mamba], plan.Mamba)
+		c.xfer.src = append(c.xfer.src[:0], plan.Mamba)
+		b.Add(core.Mamba, Host, Device, c.xfer.src[:1:1], []int32{commit.Mamba})
 	}
-	var acts []core.Action
-	if err == nil {
-		acts, err = c.eng.CommitLoadBack(anchor, commit)
+	err = c.copyNow(b)
+	b.Reset()
+	if err != nil {
+		// The batch failed: the load-back is abandoned before the tree
+		// hears of it, and the arrival recomputes.
+		c.stats.LoadBacksFailed++
+		return false, giveBack()
 	}
+	acts, err := c.eng.CommitLoadBack(anchor, commit)
 	if err != nil {
 		return false, errors.Join(err, giveBack())
 	}
@@ -708,9 +468,10 @@ func (c *Controller) auditHost() error {
 		}
 		name := core.Component(comp)
 		avail, capa := p.Available(), p.Capacity()
-		if avail+h.nHeld[comp] != capa {
-			return fmt.Errorf("%w: %s host pool: %d free + %d held by the tree = %d, capacity %d",
-				ErrAccounting, name, avail, h.nHeld[comp], avail+h.nHeld[comp], capa)
+		mine := c.xfer.taken(p) + c.deferredIn(p)
+		if avail+h.nHeld[comp]+mine != capa {
+			return fmt.Errorf("%w: %s host pool: %d free + %d held by the tree + %d in flight or being freed = %d, capacity %d",
+				ErrAccounting, name, avail, h.nHeld[comp], mine, avail+h.nHeld[comp]+mine, capa)
 		}
 		if !c.cfg.Canary {
 			continue

@@ -119,17 +119,18 @@ func (c *Controller) tokensFor(n int) int {
 }
 
 // allocMapped appends n Full slots to dst, each mapped to a fresh SWA
-// slot; both pools must have room (the caller evicted).
-func (h *hybrid) allocMapped(kv Pool, dst []int32, n int) ([]int32, error) {
+// slot; both pools must have room (the caller evicted). All or nothing.
+func (c *Controller) allocMapped(dst []int32, n int) ([]int32, error) {
+	h := &c.hy
 	k := len(dst)
-	dst, err := kv.Alloc(dst, n)
+	dst, err := c.kv.Alloc(dst, n)
 	if err != nil {
 		return dst, err
 	}
 	h.buf, err = h.swa.Alloc(h.buf[:0], n)
 	if err != nil {
-		_ = kv.Free(dst[k:])
-		return dst[:k], err
+		// Never written: no poison record needed.
+		return dst[:k], errors.Join(err, c.release(c.kv, dst[k:]))
 	}
 	for j, s := range h.buf {
 		h.swaOf[dst[k+j]] = s
@@ -369,7 +370,7 @@ func (c *Controller) forkState(r *Request, src int32) error {
 		return err
 	}
 	if src >= 0 {
-		err = c.hy.mamba.Copy(slot, src)
+		err = c.copyOne(core.Mamba, slot, src)
 		c.stats.MambaForks++
 	} else if c.cfg.Canary {
 		err = c.putState(slot, r.hash, len(r.slots))
@@ -406,7 +407,7 @@ func (c *Controller) snapshotState(r *Request, n int) (int32, error) {
 		return -1, err
 	}
 	if n == len(r.slots) {
-		err = c.hy.mamba.Copy(slot, r.mstate)
+		err = c.copyOne(core.Mamba, slot, r.mstate)
 	} else if c.cfg.Canary {
 		var h uint64
 		if h, err = c.stateAt(r, n); err == nil {
@@ -438,8 +439,8 @@ func (c *Controller) auditHybrid() error {
 		if err := c.auditCount(core.SWA, h.swa, h.ownedSWA, "SWA pool: "); err != nil {
 			return err
 		}
-		if avail, capa := h.swa.Available(), h.swa.Capacity(); h.mapped != capa-avail {
-			return fmt.Errorf("%w: %d full slots map to SWA slots, %d SWA slots are allocated", ErrSWAMapping, h.mapped, capa-avail)
+		if avail, capa, d := h.swa.Available(), h.swa.Capacity(), c.deferredIn(h.swa); h.mapped != capa-avail-d {
+			return fmt.Errorf("%w: %d full slots map to SWA slots, %d SWA slots are allocated (%d of them being freed)", ErrSWAMapping, h.mapped, capa-avail, d)
 		}
 		if err := c.auditMapping(); err != nil {
 			return err

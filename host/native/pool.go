@@ -15,6 +15,22 @@ import (
 // A Pool is not safe for concurrent use; the Controller serialises every
 // call under its mutex. Implementations outside this package (CUDA device
 // pools, pinned host pools) satisfy the same interface.
+//
+// What may fail, and what the controller does about it (it survives
+// every such failure with its accounting whole, so Audit keeps passing):
+//   - Alloc may fail at any time (exhausted, a device out of memory); it
+//     must then allocate nothing. The controller's call fails and changes
+//     nothing (a backup is not made, a load-back is skipped).
+//   - Free must be all-or-nothing. When it fails the controller keeps the
+//     slots as its own, counted by Audit as being freed, and retries the
+//     Free on later calls (Controller.Poll runs them at once).
+//   - Write, Read and Copy may fail (I/O). A canary record that cannot be
+//     written fails the call that filled the slot; a poison record that
+//     cannot be written does not stop the slot's Free; a Read that fails
+//     while the canary is checked is reported as that I/O error, never as
+//     a canary mismatch.
+//   - Copies between pools go through a Transport (see transfer.go),
+//     which may fail or complete late; see its duties there.
 type Pool interface {
 	// Alloc appends n fresh slots to dst and returns the extended slice.
 	// It takes all n or none: ErrPoolExhausted when fewer are free.
@@ -124,25 +140,34 @@ func (s *PoolSet) Close() error {
 }
 
 // slotPool is the allocator and storage logic shared by the CPU pools:
-// a LIFO free list, an allocation bitmap, and a byte region of
-// capacity*slotBytes.
+// an allocation bitmap, a byte region of capacity*slotBytes, and free
+// lists. With page 1 there is one LIFO free list of slots. Paged (page >
+// 1), whole free pages sit on a page list and Alloc/Free of whole pages
+// cost one list step and a few bitmap words per page; slots of pages
+// split by a single-slot Alloc sit on the slot list (loose), handed out
+// first, and return there when freed (pages are not re-formed).
 type slotPool struct {
 	name      string
 	capacity  int
 	slotBytes int
-	free      []int32  // free slots; the top is handed out next
+	page      int      // slots per page (1: not paged)
+	free      []int32  // free slots outside free pages; the top is handed out next
+	pages     []int32  // free whole pages (page numbers); the top is handed out next
 	used      []uint64 // allocation bitmap
 	mem       []byte
 	closed    bool
 	unmap     func([]byte) error
 }
 
-func newSlotPool(name string, capacity, slotBytes int) (*slotPool, error) {
+func newSlotPool(name string, capacity, slotBytes, page int) (*slotPool, error) {
 	if capacity < 0 || capacity > 1<<31-1 {
 		return nil, fmt.Errorf("%w: %s capacity %d out of range [0, 2^31)", ErrInvalidArgument, name, capacity)
 	}
 	if slotBytes < 0 {
 		return nil, fmt.Errorf("%w: %s slot size %d is negative", ErrInvalidArgument, name, slotBytes)
+	}
+	if page < 1 || page > 1<<20 {
+		return nil, fmt.Errorf("%w: %s page size %d out of range [1, 2^20]", ErrInvalidArgument, name, page)
 	}
 	if slotBytes > 0 && capacity > 0 && capacity > int(^uint(0)>>1)/slotBytes {
 		return nil, fmt.Errorf("%w: %s of %d slots of %d bytes overflows", ErrInvalidArgument, name, capacity, slotBytes)
@@ -151,10 +176,21 @@ func newSlotPool(name string, capacity, slotBytes int) (*slotPool, error) {
 		name:      name,
 		capacity:  capacity,
 		slotBytes: slotBytes,
-		free:      make([]int32, capacity),
+		page:      page,
 		used:      make([]uint64, (capacity+63)/64),
 	}
-	// Hand out low slots first: the free list's top is slot 0.
+	// Hand out low slots (pages) first: the lists' tops are the lowest.
+	whole := capacity / page
+	if page > 1 {
+		p.pages = make([]int32, whole)
+		for k := range p.pages {
+			p.pages[k] = int32(whole - 1 - k)
+		}
+		whole *= page
+	} else {
+		whole = 0
+	}
+	p.free = make([]int32, capacity-whole)
 	for k := range p.free {
 		p.free[k] = int32(capacity - 1 - k)
 	}
@@ -165,6 +201,33 @@ func (p *slotPool) isUsed(s int32) bool { return p.used[s>>6]&(1<<(uint(s)&63)) 
 func (p *slotPool) setUsed(s int32)     { p.used[s>>6] |= 1 << (uint(s) & 63) }
 func (p *slotPool) clearUsed(s int32)   { p.used[s>>6] &^= 1 << (uint(s) & 63) }
 
+// rangeWords calls f for each bitmap word that slots [lo, lo+n) touch,
+// with the mask of their bits in it; it stops when f returns false.
+func (p *slotPool) rangeWords(lo int32, n int, f func(w int, mask uint64) bool) bool {
+	for s, end := int(lo), int(lo)+n; s < end; {
+		w, b := s>>6, uint(s)&63
+		k := min(64-int(b), end-s)
+		mask := ^uint64(0) >> (64 - uint(k)) << b
+		if !f(w, mask) {
+			return false
+		}
+		s += k
+	}
+	return true
+}
+
+func (p *slotPool) setRange(lo int32, n int) {
+	p.rangeWords(lo, n, func(w int, m uint64) bool { p.used[w] |= m; return true })
+}
+
+func (p *slotPool) clearRange(lo int32, n int) {
+	p.rangeWords(lo, n, func(w int, m uint64) bool { p.used[w] &^= m; return true })
+}
+
+func (p *slotPool) allUsed(lo int32, n int) bool {
+	return p.rangeWords(lo, n, func(w int, m uint64) bool { return p.used[w]&m == m })
+}
+
 func (p *slotPool) Alloc(dst []int32, n int) ([]int32, error) {
 	if p.closed {
 		return dst, fmt.Errorf("%w: %s", ErrClosed, p.name)
@@ -172,9 +235,31 @@ func (p *slotPool) Alloc(dst []int32, n int) ([]int32, error) {
 	if n < 0 {
 		return dst, fmt.Errorf("%w: %s: cannot allocate %d slots", ErrInvalidArgument, p.name, n)
 	}
-	if n > len(p.free) {
-		return dst, fmt.Errorf("%w: %s: %d slots asked, %d of %d free", ErrPoolExhausted, p.name, n, len(p.free), p.capacity)
+	if avail := p.Available(); n > avail {
+		return dst, fmt.Errorf("%w: %s: %d slots asked, %d of %d free", ErrPoolExhausted, p.name, n, avail, p.capacity)
 	}
+	// Loose slots first, then whole pages, then one page split for the rest.
+	m := min(n, len(p.free))
+	dst = p.popSlots(dst, m)
+	if n -= m; n == 0 {
+		return dst, nil
+	}
+	dst = p.popPages(dst, n/p.page)
+	if r := n % p.page; r > 0 {
+		k := len(dst)
+		dst = p.popPages(dst, 1)
+		// The page's last slots become loose, lowest on top.
+		for i := len(dst) - 1; i >= k+r; i-- {
+			p.clearUsed(dst[i])
+			p.free = append(p.free, dst[i])
+		}
+		dst = dst[:k+r]
+	}
+	return dst, nil
+}
+
+// popSlots moves n slots from the top of the slot list to dst.
+func (p *slotPool) popSlots(dst []int32, n int) []int32 {
 	top := len(p.free)
 	k := len(dst)
 	dst = slices.Grow(dst, n)[:k+n]
@@ -185,7 +270,97 @@ func (p *slotPool) Alloc(dst []int32, n int) ([]int32, error) {
 		out[i] = s
 	}
 	p.free = p.free[:top-n]
-	return dst, nil
+	return dst
+}
+
+// popPages moves n whole pages from the top of the page list to dst.
+func (p *slotPool) popPages(dst []int32, n int) []int32 {
+	if n == 0 {
+		return dst
+	}
+	size := p.page
+	k := len(dst)
+	dst = slices.Grow(dst, n*size)[:k+n*size]
+	top := len(p.pages)
+	for j := range n {
+		pg := p.pages[top-1-j]
+		base := pg * int32(size)
+		out := dst[k+j*size : k+(j+1)*size]
+		for i := range out {
+			out[i] = base + int32(i)
+		}
+		p.setRange(base, size)
+	}
+	p.pages = p.pages[:top-n]
+	return dst
+}
+
+// PageSize is the number of slots of one page (1: not paged).
+func (p *slotPool) PageSize() int { return p.page }
+
+// AvailablePages is the number of whole pages free to allocate.
+func (p *slotPool) AvailablePages() int {
+	if p.closed {
+		return 0
+	}
+	if p.page == 1 {
+		return len(p.free)
+	}
+	return len(p.pages)
+}
+
+// AllocPages appends the slots of n fresh whole pages to dst, all or
+// none.
+func (p *slotPool) AllocPages(dst []int32, n int) ([]int32, error) {
+	if p.closed {
+		return dst, fmt.Errorf("%w: %s", ErrClosed, p.name)
+	}
+	if n < 0 {
+		return dst, fmt.Errorf("%w: %s: cannot allocate %d pages", ErrInvalidArgument, p.name, n)
+	}
+	if avail := p.AvailablePages(); n > avail {
+		return dst, fmt.Errorf("%w: %s: %d pages asked, %d whole pages free", ErrPoolExhausted, p.name, n, avail)
+	}
+	if p.page == 1 {
+		return p.popSlots(dst, n), nil
+	}
+	return p.popPages(dst, n), nil
+}
+
+// FreePages frees whole pages, all or none.
+func (p *slotPool) FreePages(slots []int32) error {
+	if p.closed {
+		return fmt.Errorf("%w: %s", ErrClosed, p.name)
+	}
+	if len(slots)%p.page != 0 {
+		return fmt.Errorf("%w: %s: %d slots are not whole pages of %d", ErrInvalidArgument, p.name, len(slots), p.page)
+	}
+	for k := 0; k < len(slots); k += p.page {
+		if p.pageAt(slots, k) < 0 {
+			return fmt.Errorf("%w: %s: slots %d.. (from slot %d) are not one whole page of %d", ErrInvalidArgument, p.name, k, slots[k], p.page)
+		}
+	}
+	return p.Free(slots)
+}
+
+// pageAt returns the page whose slots slots[k:k+page] are, in order, or
+// -1 when they are not one whole page.
+func (p *slotPool) pageAt(slots []int32, k int) int32 {
+	size := p.page
+	if k+size > len(slots) {
+		return -1
+	}
+	base := slots[k]
+	if base < 0 || int(base)%size != 0 || int(base)+size > p.capacity {
+		return -1
+	}
+	run := slots[k : k+size]
+	for i, s := range run {
+		if s != base+int32(i) {
+			return -1
+		}
+	}
+	return base / int32(size)
 }
 
 // check validates that s is in range and allocated.
@@ -203,6 +378,9 @@ func (p *slotPool) Free(slots []int32) error {
 	if p.closed {
 		return fmt.Errorf("%w: %s", ErrClosed, p.name)
 	}
+	if p.page > 1 {
+		return p.freePaged(slots)
+	}
 	used, capacity := p.used, uint32(p.capacity)
 	for k, s := range slots {
 		// The fast path inlines check: in range and allocated.
@@ -218,6 +396,55 @@ func (p *slotPool) Free(slots []int32) error {
 		used[s>>6] &^= 1 << (uint(s) & 63)
 	}
 	p.free = append(p.free, slots...)
+	return nil
+}
+
+// freePaged is Free of a paged pool: runs that are one whole page go back
+// to the page list (a few bitmap words each), other slots to the slot
+// list. All or nothing, like Free.
+func (p *slotPool) freePaged(slots []int32) error {
+	used, capacity := p.used, uint32(p.capacity)
+	undo := func(k int) {
+		for _, u := range slots[:k] {
+			p.setUsed(u)
+		}
+	}
+	for k := 0; k < len(slots); {
+		if pg := p.pageAt(slots, k); pg >= 0 {
+			base := pg * int32(p.page)
+			if !p.allUsed(base, p.page) {
+				// A slot of the page is free: find it for the error.
+				for i := k; i < k+p.page; i++ {
+					if !p.isUsed(slots[i]) {
+						err := p.check(slots[i])
+						undo(i)
+						return err
+					}
+					p.clearUsed(slots[i])
+				}
+			}
+			p.clearRange(base, p.page)
+			k += p.page
+			continue
+		}
+		s := slots[k]
+		if uint32(s) >= capacity || used[s>>6]&(1<<(uint(s)&63)) == 0 {
+			err := p.check(s)
+			undo(k)
+			return err
+		}
+		used[s>>6] &^= 1 << (uint(s) & 63)
+		k++
+	}
+	for k := 0; k < len(slots); {
+		if pg := p.pageAt(slots, k); pg >= 0 {
+			p.pages = append(p.pages, pg)
+			k += p.page
+			continue
+		}
+		p.free = append(p.free, slots[k])
+		k++
+	}
 	return nil
 }
 
@@ -291,7 +518,7 @@ func (p *slotPool) Available() int {
 	if p.closed {
 		return 0
 	}
-	return len(p.free)
+	return len(p.free) + len(p.pages)*p.page
 }
 
 func (p *slotPool) Close() error {
@@ -317,7 +544,16 @@ type MemPool struct{ slotPool }
 // (slotBytes may be 0 for an allocator without storage).
 // Errors: ErrInvalidArgument.
 func NewMemPool(capacity, slotBytes int) (*MemPool, error) {
-	sp, err := newSlotPool("mem pool", capacity, slotBytes)
+	return NewPagedMemPool(capacity, slotBytes, 1)
+}
+
+// NewPagedMemPool returns a MemPool that allocates by pages of pageSize
+// slots (see PagedPool); pageSize 1 is NewMemPool. A controller whose
+// tree has the same page size allocates and frees its Full device slots
+// a page at a time in such a pool.
+// Errors: ErrInvalidArgument.
+func NewPagedMemPool(capacity, slotBytes, pageSize int) (*MemPool, error) {
+	sp, err := newSlotPool("mem pool", capacity, slotBytes, pageSize)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +573,7 @@ func NewMmapPool(capacity, slotBytes int) (*MmapPool, error) {
 	if slotBytes < 1 || capacity < 1 {
 		return nil, fmt.Errorf("%w: mmap pool needs at least one slot of at least one byte (got %d slots of %d bytes)", ErrInvalidArgument, capacity, slotBytes)
 	}
-	sp, err := newSlotPool("mmap pool", capacity, slotBytes)
+	sp, err := newSlotPool("mmap pool", capacity, slotBytes, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +587,7 @@ func NewMmapPool(capacity, slotBytes int) (*MmapPool, error) {
 }
 
 var (
-	_ Pool  = (*MemPool)(nil)
-	_ Pool  = (*MmapPool)(nil)
-	_ Pools = (*PoolSet)(nil)
+	_ PagedPool = (*MemPool)(nil)
+	_ PagedPool = (*MmapPool)(nil)
+	_ Pools     = (*PoolSet)(nil)
 )

@@ -1,0 +1,165 @@
+package native
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/internal/coresim"
+	"github.com/radixkv/radixkv/workload"
+)
+
+// sharedTrace is the Mooncake trace under ../shared, loaded once.
+var sharedTrace struct {
+	once sync.Once
+	reqs []workload.Request
+	err  error
+}
+
+const sharedTracePath = "../../../shared/traces/mooncake_synthetic_trace.jsonl"
+
+func loadSharedTrace(b *testing.B) []workload.Request {
+	sharedTrace.once.Do(func() {
+		f, err := os.Open(sharedTracePath)
+		if err != nil {
+			sharedTrace.err = err
+			return
+		}
+		defer f.Close()
+		sharedTrace.reqs, sharedTrace.err = workload.ReadMooncake(f, sharedTracePath)
+	})
+	if os.IsNotExist(sharedTrace.err) {
+		b.Skipf("no shared trace (%v)", sharedTrace.err)
+	}
+	if sharedTrace.err != nil {
+		b.Fatal(sharedTrace.err)
+	}
+	return sharedTrace.reqs
+}
+
+// BenchmarkStack_Replay replays the shared Mooncake trace (arrive,
+// prefill, finish per request, no decode) from an empty cache at two
+// device capacities: through the core alone (internal/coresim: the tree
+// and a free list), and through the controller with its pools on each
+// engine, with the canary off (and, for direct, on as well). The
+// tokens/s metric is input tokens per second of replay; compare the
+// figures of one run (direct/core, inprocess/direct, wasm/direct):
+//
+//	go test ./host/native -run '^$' -bench 'Stack_Replay' -benchtime 3x
+func BenchmarkStack_Replay(b *testing.B) {
+	reqs := loadSharedTrace(b)
+	var input int64
+	for k := range reqs {
+		input += int64(len(reqs[k].Tokens))
+	}
+	const page = 16
+	kinds := []struct {
+		name   string
+		new    engineCtor
+		canary bool
+	}{
+		{"core", nil, false},
+		{"direct", NewDirectEngine, false},
+		{"direct+canary", NewDirectEngine, true},
+		{"inprocess", NewInProcessEngine, false},
+		{"wasm", NewWasmEngine, false},
+	}
+	for _, k := range kinds {
+		for _, capacity := range []int{1_000_000, 3_000_000} {
+			b.Run(fmt.Sprintf("%s/%dM", k.name, capacity/1_000_000), func(b *testing.B) {
+				var spent time.Duration
+				var tokens int64
+				for b.Loop() {
+					if k.new == nil {
+						t0 := time.Now()
+						if _, err := coresim.Run(coresim.Config{Capacity: capacity, PageSize: page}, reqs); err != nil {
+							b.Fatal(err)
+						}
+						spent += time.Since(t0)
+						tokens += input
+						continue
+					}
+					b.StopTimer()
+					c := stackController(b, k.new, capacity, page, k.canary)
+					b.StartTimer()
+					t0 := time.Now()
+					for i := range reqs {
+						if err := serveOne(c, &reqs[i]); err != nil {
+							b.Fatalf("request %d: %v", i, err)
+						}
+					}
+					spent += time.Since(t0)
+					tokens += input
+					b.StopTimer()
+					if err := c.Close(); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(tokens)/spent.Seconds(), "tokens/s")
+			})
+		}
+	}
+}
+
+// stackController builds a controller as `radixkv replay` does.
+func stackController(b *testing.B, ctor engineCtor, capacity, page int, canary bool) *Controller {
+	eng, err := ctor(core.Config{PageSize: page})
+	if err != nil {
+		b.Fatal(err)
+	}
+	slotBytes := 0
+	if canary {
+		slotBytes = CanaryBytes
+	}
+	pool, err := NewMemPool(capacity, slotBytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := NewController(eng, NewPoolSet(pool), ControllerConfig{Canary: canary, VerifyMatches: canary})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// serveOne runs one trace request through the lifecycle.
+func serveOne(c *Controller, req *workload.Request) error {
+	var ns core.Namespace
+	if req.Namespace != "" {
+		ns.CacheSalt = req.Namespace
+	}
+	r, err := c.Arrive(ns, req.Tokens)
+	if err != nil {
+		return err
+	}
+	if err := c.Prefill(r, r.Pending()); err != nil {
+		return err
+	}
+	return c.Finish(r)
+}
+
+// BenchmarkStack_RequestAllocs serves trace requests one per iteration
+// through the direct engine after a warm-up pass over the trace, and
+// reports allocations per request: the steady state allocates nothing.
+func BenchmarkStack_RequestAllocs(b *testing.B) {
+	reqs := loadSharedTrace(b)
+	c := stackController(b, NewDirectEngine, 3_000_000, 16, false)
+	defer c.Close()
+	for i := range reqs {
+		if err := serveOne(c, &reqs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := serveOne(c, &reqs[i%len(reqs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

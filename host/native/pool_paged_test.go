@@ -1,0 +1,139 @@
+package native
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestPagedPool_Basics(t *testing.T) {
+	p, err := NewPagedMemPool(20, 4, 8) // two whole pages and 4 loose slots
+	require.NoError(t, err)
+	require.Equal(t, 20, p.Available())
+	require.Equal(t, 2, p.AvailablePages())
+	got, err := p.AllocPages(nil, 1)
+	require.NoError(t, err)
+	require.Equal(t, []int32{0, 1, 2, 3, 4, 5, 6, 7}, got)
+	_, err = p.AllocPages(nil, 2)
+	require.ErrorIs(t, err, ErrPoolExhausted)
+	require.Equal(t, 12, p.Available(), "a failed alloc takes nothing")
+
+	require.ErrorIs(t, p.FreePages(got[:4]), ErrInvalidArgument, "half a page")
+	require.ErrorIs(t, p.FreePages(append(slices.Clone(got[1:]), got[0])), ErrInvalidArgument, "out of order")
+	require.NoError(t, p.FreePages(got))
+	require.ErrorIs(t, p.FreePages(got), ErrSlotNotAllocated, "double free")
+	require.Equal(t, 2, p.AvailablePages())
+
+	// Single slots: loose ones first, then a page split for the rest.
+	s, err := p.Alloc(nil, 6)
+	require.NoError(t, err)
+	require.Equal(t, []int32{16, 17, 18, 19, 0, 1}, s)
+	require.Equal(t, 1, p.AvailablePages())
+	require.Equal(t, 14, p.Available())
+	require.NoError(t, p.Free(s))
+	require.Equal(t, 20, p.Available())
+	require.Equal(t, 1, p.AvailablePages(), "a split page is not re-formed")
+
+	_, err = NewPagedMemPool(8, 4, 0)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+// TestPagedPool_Model checks a paged pool against a naive model (a set of
+// allocated slots) over random allocations and frees, valid and not:
+// every call either does exactly what the model does or fails and
+// changes nothing.
+func TestPagedPool_Model(t *testing.T) {
+	for _, page := range []int{1, 2, 4, 16} {
+		for seed := uint64(1); seed <= 4; seed++ {
+			rng := rand.New(rand.NewPCG(seed, uint64(page)))
+			capacity := 8*page + rng.IntN(page)
+			p, err := NewPagedMemPool(capacity, 0, page)
+			require.NoError(t, err)
+			held := map[int32]bool{}
+			var owned [][]int32 // what was handed out, as allocated
+			snapshot := func() (int, int, []uint64) {
+				return p.Available(), p.AvailablePages(), slices.Clone(p.used)
+			}
+			for step := range 2000 {
+				a0, pg0, u0 := snapshot()
+				unchanged := func(what string, err error) {
+					require.Error(t, err, "step %d: %s", step, what)
+					a, pg, u := snapshot()
+					require.Equal(t, a0, a, "step %d: %s changed Available", step, what)
+					require.Equal(t, pg0, pg, "step %d: %s changed the pages", step, what)
+					require.Equal(t, u0, u, "step %d: %s changed the bitmap", step, what)
+				}
+				switch op := rng.IntN(6); {
+				case op == 0 || op == 1 && len(owned) == 0:
+					n := rng.IntN(3*page + 1)
+					got, err := p.Alloc(nil, n)
+					if n > a0 {
+						unchanged("Alloc", err)
+						continue
+					}
+					require.NoError(t, err)
+					require.Len(t, got, n)
+					for _, s := range got {
+						require.False(t, held[s], "slot %d handed out twice", s)
+						held[s] = true
+					}
+					owned = append(owned, got)
+				case op == 1:
+					n := rng.IntN(3)
+					got, err := p.AllocPages(nil, n)
+					if n > pg0 {
+						unchanged("AllocPages", err)
+						continue
+					}
+					require.NoError(t, err)
+					for k := 0; k < len(got); k += page {
+						require.Zero(t, int(got[k])%page)
+						for i := range page {
+							require.Equal(t, got[k]+int32(i), got[k+i])
+						}
+					}
+					for _, s := range got {
+						require.False(t, held[s])
+						held[s] = true
+					}
+					owned = append(owned, got)
+				case op < 5 && len(owned) > 0:
+					k := rng.IntN(len(owned))
+					s := owned[k]
+					switch rng.IntN(4) {
+					case 0: // a double free of something already freed, or a foreign slot
+						bad := append(slices.Clone(s), int32(capacity+rng.IntN(3)))
+						if rng.IntN(2) == 0 && len(s) > 0 {
+							bad = append(slices.Clone(s), s[0])
+						}
+						unchanged("bad Free", p.Free(bad))
+						continue
+					case 1:
+						err := p.FreePages(s)
+						whole := len(s)%page == 0
+						for j := 0; whole && j < len(s); j += page {
+							whole = p.pageAt(s, j) >= 0
+						}
+						if !whole {
+							unchanged("FreePages of not whole pages", err)
+							continue
+						}
+						require.NoError(t, err)
+					default:
+						require.NoError(t, p.Free(s))
+					}
+					for _, x := range s {
+						delete(held, x)
+					}
+					owned = append(owned[:k], owned[k+1:]...)
+				}
+				require.Equal(t, capacity-len(held), p.Available(), "step %d", step)
+				for s := range int32(capacity) {
+					require.Equal(t, held[s], p.isUsed(s), "step %d slot %d", step, s)
+				}
+			}
+		}
+	}
+}
