@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test race bench check fuzz fuzz-abi demo
+.PHONY: test race bench check fuzz fuzz-abi simulate soak demo
 
 test:
 	$(GO) test ./...
@@ -41,6 +41,17 @@ fuzz-abi:
 
 demo:
 	$(GO) run ./cmd/radixkv replay
+
+# simulate runs the deterministic simulator with every fault on every
+# component set and engine (OPS steps each); soak keeps running new seeds
+# until DURATION has passed (make soak DURATION=2h), stopping at the first
+# violation with its shrunk reproduction.
+OPS ?= 100000
+DURATION ?= 10m
+simulate:
+	$(GO) run ./cmd/radixkv simulate --seed $(SEED) --ops $(OPS) --faults all --engine all --components all
+soak:
+	$(GO) run ./cmd/radixkv simulate --seed $(SEED) --ops $(OPS) --faults all --engine direct --components all --duration $(DURATION)
 
 # wasm rebuilds the committed WebAssembly module. The flags make the build
 # reproducible for a given Go version; wasm-check rebuilds into a

@@ -133,6 +133,8 @@ commands:
   record   write the command log of a workload (replay it with replay --log)
   sweep    hit rate versus capacity for several eviction policies, as a
            table and an SVG chart
+  simulate a deterministic simulation of a serving host with fault
+           injection, checked after every step
 
 Run "radixkv <command> -h" for the flags of a command.
 `
@@ -153,6 +155,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runRecord(args[1:], stdout, stderr)
 	case "sweep":
 		err = runSweep(args[1:], stdout, stderr)
+	case "simulate":
+		err = runSimulate(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, topUsage)
 		return exitOK

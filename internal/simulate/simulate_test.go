@@ -1,0 +1,74 @@
+package simulate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+var sets = []string{"full", "full,swa", "full,mamba", "full,swa,mamba"}
+
+func runOne(t *testing.T, cfg Config) *Result {
+	t.Helper()
+	res, err := Run(cfg)
+	var v *Violation
+	if errors.As(err, &v) {
+		t.Fatalf("%v", v)
+	}
+	require.NoError(t, err)
+	return res
+}
+
+// TestRun_AllFaults runs every component set on every engine with every
+// fault: no violation.
+func TestRun_AllFaults(t *testing.T) {
+	faults, err := ParseFaults("all")
+	require.NoError(t, err)
+	for _, eng := range []string{"direct", "inprocess", "wasm"} {
+		for i, set := range sets {
+			t.Run(eng+"/"+set, func(t *testing.T) {
+				res := runOne(t, Config{Seed: uint64(10 + i), Ops: 3000, Faults: faults, Engine: eng, Components: set})
+				var b bytes.Buffer
+				res.Report(&b)
+				t.Log(b.String())
+			})
+		}
+	}
+}
+
+// TestRun_Deterministic: the same seed gives the same report, byte for
+// byte.
+func TestRun_Deterministic(t *testing.T) {
+	faults, _ := ParseFaults("all")
+	var out []string
+	for range 2 {
+		res := runOne(t, Config{Seed: 3, Ops: 2000, Faults: faults, Engine: "direct", Components: "full,swa"})
+		var b bytes.Buffer
+		res.Report(&b)
+		out = append(out, b.String())
+	}
+	require.Equal(t, out[0], out[1])
+}
+
+func TestRun_Concurrent(t *testing.T) {
+	faults, _ := ParseFaults("exhaust,transfer,host-full")
+	for _, set := range sets {
+		t.Run(set, func(t *testing.T) {
+			runOne(t, Config{Seed: 5, Ops: 2000, Faults: faults, Engine: "direct", Components: set, Concurrent: true, Workers: 4})
+		})
+	}
+}
+
+func TestParseFaults(t *testing.T) {
+	f, err := ParseFaults("delay, garbage")
+	require.NoError(t, err)
+	require.Equal(t, "delay,garbage", FaultList(f))
+	_, err = ParseFaults("nope")
+	require.ErrorContains(t, err, "known: exhaust")
+	_, err = ParseFaults("trap")
+	require.ErrorContains(t, err, "replace its engine")
+	_ = fmt.Sprint()
+}
