@@ -81,7 +81,13 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	if s.canary {
 		slotBytes = native.CanaryBytes
 	}
-	pool, err := native.NewMemPool(s.capacity, slotBytes)
+	// The device KV pool allocates whole pages of the tree's page size
+	// (without SWA, whose slots the controller maps one by one).
+	page := max(s.pageSize, 1)
+	if s.has(core.SWA) {
+		page = 1
+	}
+	pool, err := native.NewPagedMemPool(s.capacity, slotBytes, page)
 	if err != nil {
 		eng.Close()
 		return nil, err

@@ -29,6 +29,39 @@ func (c *Controller) allocLocked(dst []int32, n int) ([]int32, error) {
 	return c.allocMapped(dst, n)
 }
 
+// allocPaged gives r n more slots from the paged Full pool: first the
+// unused rest of its last page, then whole fresh pages (evicting when the
+// pool is short), so that a request's own positions fill pool pages in
+// order and the tree's page-aligned nodes hold whole pool pages. When no
+// whole page is free (split pages only, or too little room for a whole
+// last page) it takes single slots. It returns the slots (len(r.slots)+n
+// of them, the spare ones beyond) and how many it took from the pool.
+func (c *Controller) allocPaged(r *Request, n int) ([]int32, int, error) {
+	k := len(r.slots) + r.spare
+	buf := r.slots[:k]
+	if n <= r.spare {
+		return buf[:len(r.slots)+n], 0, nil
+	}
+	need := n - r.spare
+	pages := (need + c.page - 1) / c.page
+	var err error
+	if c.ensure(core.Full, c.kv, pages*c.page) == nil {
+		if buf, err = c.paged.AllocPages(buf, pages); err == nil {
+			return buf[:len(r.slots)+n], len(buf) - k, nil
+		}
+		if !errors.Is(err, ErrPoolExhausted) {
+			return r.slots, 0, err
+		}
+	}
+	if err := c.ensure(core.Full, c.kv, need); err != nil {
+		return r.slots, 0, err
+	}
+	if buf, err = c.kv.Alloc(buf[:k], need); err != nil {
+		return r.slots, 0, err
+	}
+	return buf[:len(r.slots)+n], need, nil
+}
+
 // ensure makes n slots of component comp's device pool p available,
 // asking the tree to evict when it is short.
 func (c *Controller) ensure(comp core.Component, p Pool, n int) error {
@@ -155,9 +188,13 @@ func (c *Controller) freeSlots(p Pool, slots []int32) error {
 		return nil
 	}
 	if c.cfg.Canary && p.SlotBytes() >= CanaryBytes {
-		for _, s := range slots {
-			if err := p.Write(s, c.zero[:]); err != nil {
-				c.stats.PoisonFailures++
+		if mem, ok := rawMem(p); ok {
+			mem.poison(slots, p.Capacity())
+		} else {
+			for _, s := range slots {
+				if err := p.Write(s, c.zero[:]); err != nil {
+					c.stats.PoisonFailures++
+				}
 			}
 		}
 	}

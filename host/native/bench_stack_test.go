@@ -115,7 +115,7 @@ func stackController(b *testing.B, ctor engineCtor, capacity, page int, canary b
 	if canary {
 		slotBytes = CanaryBytes
 	}
-	pool, err := NewMemPool(capacity, slotBytes)
+	pool, err := NewPagedMemPool(capacity, slotBytes, page)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -42,15 +42,13 @@ func canarySeed(ns core.Namespace) uint64 {
 	return h
 }
 
-// canaryStep folds one token into the chain (a 64-bit finaliser mix).
+// canaryStep folds one token into the chain: an xor, an odd multiply and
+// an xor-shift, each a bijection, so for a given chain value distinct
+// tokens always step to distinct values. The chain is serial (one step
+// per token), so the step is kept short: it is the canary's main cost.
 func canaryStep(h uint64, tok uint32) uint64 {
-	h ^= uint64(tok) + 0x9e3779b97f4a7c15 + h<<6 + h>>2
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
+	h = (h ^ uint64(tok)) * 0x9e3779b97f4a7c15
+	return h ^ h>>29
 }
 
 // putCanary encodes the record for position pos with chain digest h.
@@ -93,6 +91,11 @@ func (c *Controller) stateIs(slot int32, h uint64, n int) (bool, error) {
 // verifyState checks a state slot like verifyChain checks KV slots.
 func (c *Controller) verifyState(slot int32, h uint64, n int) error {
 	ok, err := c.stateIs(slot, h, n)
+	if err != nil && notHeld(err) {
+		c.stats.CanaryChecked++
+		c.stats.CanaryMismatches++
+		return fmt.Errorf("%w: mamba state slot %d: %v", ErrCanaryMismatch, slot, err)
+	}
 	if err != nil {
 		return fmt.Errorf("native: reading the canary of mamba state slot %d: %w", slot, err)
 	}
@@ -134,8 +137,19 @@ func (c *Controller) stateAt(r *Request, n int) (uint64, error) {
 // the SWA slots they map to), advances r's chain and its Mamba state, and
 // tracks the state's last checkpoint.
 func (c *Controller) writeComputed(r *Request, start int) error {
+	first := start
 	h, old := r.hash, r.hash
 	swa, grid := c.hy.swa, c.hy.grid
+	if mem, ok := rawMem(c.kv); ok && swa == nil && grid == 0 {
+		// This package's pools: the records go straight into memory.
+		for i := start; i < len(r.slots); i++ {
+			h = canaryStep(h, r.tokens[i])
+			rec := mem.slot(r.slots[i])
+			binary.LittleEndian.PutUint64(rec[0:8], h)
+			binary.LittleEndian.PutUint64(rec[8:16], uint64(i))
+		}
+		start = len(r.slots)
+	}
 	for i := start; i < len(r.slots); i++ {
 		h = canaryStep(h, r.tokens[i])
 		putCanary(&c.want, h, i)
@@ -152,13 +166,13 @@ func (c *Controller) writeComputed(r *Request, start int) error {
 		}
 	}
 	r.hash = h
-	n := len(r.slots) - start
+	n := len(r.slots) - first
 	c.stats.BytesWritten += uint64(n * CanaryBytes)
 	if swa != nil {
 		c.stats.BytesWritten += uint64(n * CanaryBytes)
 	}
 	if r.mstate >= 0 {
-		ok, err := c.stateIs(r.mstate, old, start)
+		ok, err := c.stateIs(r.mstate, old, first)
 		if err != nil {
 			return err
 		}
@@ -207,12 +221,44 @@ func (h *hybrid) requestWindow(r *Request) swaWindow {
 // a slot could not be read (which counts as no bad slot: the I/O failed,
 // not the data). Call with c.mu held.
 func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, slots []int32, w swaWindow) (uint64, int, error) {
+	if mem, ok := rawMem(c.kv); ok && w.hi == 0 {
+		// This package's pools: compare in place up to the first
+		// mismatch, then slot by slot through the Pool calls.
+		k := 0
+		for ; k < len(slots); k++ {
+			g := canaryStep(h, tokens[k])
+			rec := mem.slot(slots[k])
+			if binary.LittleEndian.Uint64(rec[0:8]) != g || binary.LittleEndian.Uint64(rec[8:16]) != uint64(k) {
+				break
+			}
+			h = g
+		}
+		c.stats.CanaryChecked += uint64(k)
+		if k == len(slots) {
+			return h, 0, nil
+		}
+		return c.verifyFrom(ns, h, tokens, slots, k, w)
+	}
+	return c.verifyFrom(ns, h, tokens, slots, 0, w)
+}
+
+// verifyFrom is verifyChain from position k on, through the Pool calls.
+func (c *Controller) verifyFrom(ns core.Namespace, h uint64, tokens []uint32, slots []int32, k int, w swaWindow) (uint64, int, error) {
 	var first error
-	bad, checked := 0, len(slots)
-	for i, s := range slots {
+	bad, checked := 0, len(slots)-k
+	for i := k; i < len(slots); i++ {
+		s := slots[i]
 		h = canaryStep(h, tokens[i])
 		putCanary(&c.want, h, i)
 		if err := c.kv.Read(s, c.got[:]); err != nil {
+			if notHeld(err) {
+				// A freed or foreign slot handed back: the data is gone.
+				bad++
+				if first == nil {
+					first = fmt.Errorf("%w: position %d, slot %d: %v", ErrCanaryMismatch, i, s, err)
+				}
+				continue
+			}
 			// An I/O error says nothing about the slot's data.
 			checked--
 			if first == nil {
@@ -255,6 +301,9 @@ func (c *Controller) verifySWASlot(ns core.Namespace, i int, s int32) error {
 		return fmt.Errorf("%w: namespace %+v position %d: full slot %d maps to no SWA slot", ErrCanaryMismatch, ns, i, s)
 	}
 	if err := c.hy.swa.Read(sw, c.got[:]); err != nil {
+		if notHeld(err) {
+			return fmt.Errorf("%w: position %d, SWA slot %d: %v", ErrCanaryMismatch, i, sw, err)
+		}
 		return fmt.Errorf("native: reading the canary of position %d, SWA slot %d: %w", i, sw, err)
 	}
 	if c.got != c.want {
@@ -262,4 +311,64 @@ func (c *Controller) verifySWASlot(ns core.Namespace, i int, s int32) error {
 			ErrCanaryMismatch, ns, i, sw, s, c.got, c.want)
 	}
 	return nil
+}
+
+// notHeld reports a pool error that names a slot nobody holds (free, or
+// out of range): for a slot the tree handed back, lost data, not I/O.
+func notHeld(err error) bool {
+	return errors.Is(err, ErrSlotNotAllocated) || errors.Is(err, ErrSlotRange)
+}
+
+// slotMem is the storage of one of this package's pools, for the
+// canary's per-token records without a call per slot.
+type slotMem struct {
+	mem []byte
+	sz  int
+}
+
+// slot returns the record bytes of slot s (in range: the tree's and the
+// request's slots are the pool's own).
+func (m slotMem) slot(s int32) []byte {
+	off := int(s) * m.sz
+	return m.mem[off : off+CanaryBytes : off+CanaryBytes]
+}
+
+// rawMem returns p's storage when p is one of this package's open pools
+// with room for a record per slot.
+func rawMem(p Pool) (slotMem, bool) {
+	var sp *slotPool
+	switch q := p.(type) {
+	case *MemPool:
+		sp = &q.slotPool
+	case *MmapPool:
+		sp = &q.slotPool
+	default:
+		return slotMem{}, false
+	}
+	if sp.closed || sp.slotBytes < CanaryBytes {
+		return slotMem{}, false
+	}
+	return slotMem{sp.mem, sp.slotBytes}, true
+}
+
+// poison zeroes the records of slots (those in range), a run of
+// consecutive slots at a time when the records are the whole slot.
+func (m slotMem) poison(slots []int32, capacity int) {
+	for k := 0; k < len(slots); {
+		s := slots[k]
+		e := k + 1
+		if m.sz == CanaryBytes {
+			for e < len(slots) && slots[e] == slots[e-1]+1 {
+				e++
+			}
+		}
+		if uint(s) < uint(capacity) && int(s)+(e-k) <= capacity {
+			if e-k > 1 {
+				clear(m.mem[int(s)*m.sz : (int(s)+e-k)*m.sz])
+			} else {
+				clear(m.slot(s))
+			}
+		}
+		k = e
+	}
 }

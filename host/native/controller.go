@@ -85,7 +85,8 @@ type Controller struct {
 	mu     sync.Mutex
 	eng    Engine
 	pools  Pools
-	kv     Pool // the device Full pool
+	kv     Pool      // the device Full pool
+	paged  PagedPool // kv, when it allocates pages of the tree's page size (and the tree has no SWA)
 	cfg    ControllerConfig
 	page   int
 	bigram bool
@@ -139,6 +140,9 @@ func NewController(eng Engine, pools Pools, cfg ControllerConfig) (*Controller, 
 	c.xfer.tr = transportOf(pools)
 	if err := c.hy.init(ecfg, pools, kv, cfg.Canary); err != nil {
 		return nil, err
+	}
+	if pp, ok := kv.(PagedPool); ok && c.page > 1 && pp.PageSize() == c.page && c.hy.swa == nil {
+		c.paged = pp
 	}
 	if ecfg.HostTier {
 		ht, err := newHostTier(ecfg, pools, c)

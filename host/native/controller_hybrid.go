@@ -251,6 +251,10 @@ func (c *Controller) freeSWAOf(full []int32) error {
 // freeOwned frees r's own slots [from, to) (all past its protected
 // prefix): Full-only below its SWA-evicted length, Full and SWA from there.
 func (c *Controller) freeOwned(r *Request, from, to int) error {
+	if to == len(r.slots) {
+		// With its last page's unused rest: whole pages go back whole.
+		to += r.spare
+	}
 	if from >= to {
 		return nil
 	}

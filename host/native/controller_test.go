@@ -18,7 +18,9 @@ func newCtlOn(t testing.TB, newEngine engineCtor, capacity int, tcfg core.Config
 	t.Helper()
 	eng, err := newEngine(tcfg)
 	require.NoError(t, err)
-	kv, err := NewMemPool(capacity, CanaryBytes)
+	// A pool of pages of the tree's page size: the controller allocates
+	// and frees it a page at a time.
+	kv, err := NewPagedMemPool(capacity, CanaryBytes, max(tcfg.PageSize, 1))
 	require.NoError(t, err)
 	c, err := NewController(eng, NewPoolSet(kv), cfg)
 	require.NoError(t, err)

@@ -68,7 +68,11 @@ func NewTestController(t testing.TB, eng string, cfg core.Config, wp core.WriteP
 				}
 				size = host[comp]
 			}
-			mp, err := NewMemPool(size, CanaryBytes)
+			page := 1
+			if comp == int(core.Full) && tier == Device {
+				page = max(cfg.PageSize, 1) // paged, as the controller likes it
+			}
+			mp, err := NewPagedMemPool(size, CanaryBytes, page)
 			require.NoError(t, err)
 			var p Pool = mp
 			if wrapPool != nil {

@@ -216,15 +216,36 @@ func (p *slotPool) rangeWords(lo int32, n int, f func(w int, mask uint64) bool) 
 	return true
 }
 
+// oneWord returns the word and mask of slots [lo, lo+n) when they lie in
+// one bitmap word (a page of up to 64 slots, aligned, always does).
+func oneWord(lo int32, n int) (int, uint64, bool) {
+	b := uint(lo) & 63
+	if n < 1 || int(b)+n > 64 {
+		return 0, 0, false
+	}
+	return int(lo >> 6), ^uint64(0) >> (64 - uint(n)) << b, true
+}
+
 func (p *slotPool) setRange(lo int32, n int) {
+	if w, m, ok := oneWord(lo, n); ok {
+		p.used[w] |= m
+		return
+	}
 	p.rangeWords(lo, n, func(w int, m uint64) bool { p.used[w] |= m; return true })
 }
 
 func (p *slotPool) clearRange(lo int32, n int) {
+	if w, m, ok := oneWord(lo, n); ok {
+		p.used[w] &^= m
+		return
+	}
 	p.rangeWords(lo, n, func(w int, m uint64) bool { p.used[w] &^= m; return true })
 }
 
 func (p *slotPool) allUsed(lo int32, n int) bool {
+	if w, m, ok := oneWord(lo, n); ok {
+		return p.used[w]&m == m
+	}
 	return p.rangeWords(lo, n, func(w int, m uint64) bool { return p.used[w]&m == m })
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/radixkv/radixkv/core"
 	"github.com/stretchr/testify/require"
 )
 
@@ -136,4 +137,37 @@ func TestPagedPool_Model(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestController_PagedPool: a controller on a pool of its tree's page
+// size takes whole pages for a request and gives the ragged tail's page
+// back whole, so no page is ever split.
+func TestController_PagedPool(t *testing.T) {
+	c, kv := newCtl(t, 160, core.Config{PageSize: 16}, canaryOn)
+	require.NotNil(t, c.paged)
+	r, err := c.Arrive(core.Namespace{}, seq(0, 40))
+	require.NoError(t, err)
+	require.NoError(t, c.Prefill(r, 20))
+	require.Equal(t, 8, kv.AvailablePages(), "two pages for 20 tokens")
+	require.NoError(t, c.Prefill(r, 20))
+	require.Equal(t, 7, kv.AvailablePages())
+	require.NoError(t, c.Extend(r, 1, 2, 3))
+	require.Equal(t, 7, kv.AvailablePages(), "decoding fills the last page")
+	require.NoError(t, c.Audit())
+	require.NoError(t, c.Finish(r))
+	require.Equal(t, 8, kv.AvailablePages(), "the tail's page went back whole")
+	require.Equal(t, 128, kv.Available())
+	require.Empty(t, kv.free, "no page was split")
+	require.NoError(t, c.Audit())
+
+	// A request that hits shares the cached pages and aborts its own.
+	r, err = c.Arrive(core.Namespace{}, cat(seq(0, 32), seq(100, 10)))
+	require.NoError(t, err)
+	require.Equal(t, 32, r.CachedLen())
+	require.NoError(t, c.Prefill(r, r.Pending()))
+	require.Equal(t, 7, kv.AvailablePages())
+	require.NoError(t, c.Abort(r))
+	require.Equal(t, 8, kv.AvailablePages())
+	require.Empty(t, kv.free)
+	require.NoError(t, c.Audit())
 }

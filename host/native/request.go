@@ -28,7 +28,10 @@ type Request struct {
 	last      core.NodeID
 	rcpt      core.Receipt
 	hash      uint64 // canary chain over tokens[:len(slots)]
-	done      bool
+	// spare slots follow slots in its backing array: the unused rest of
+	// the last page a paged pool gave it (0 with slot pools).
+	spare int
+	done  bool
 
 	// SWA: the request holds SWA slots for its own positions from
 	// max(swaEvicted, protected) on; those before swaEvicted left its
@@ -240,12 +243,20 @@ func (c *Controller) computeLocked(r *Request, n int) error {
 		}
 	}
 	start := len(r.slots)
-	slots, err := c.allocLocked(r.slots, n)
+	var slots []int32
+	var err error
+	took := n
+	if c.paged != nil {
+		slots, took, err = c.allocPaged(r, n)
+	} else {
+		slots, err = c.allocLocked(r.slots, n)
+	}
 	if err != nil {
 		return err
 	}
 	r.slots = slots
-	c.owned += n
+	r.spare += took - n
+	c.owned += took
 	c.hy.ownedSWA += c.hy.swaN(n)
 	c.stats.ComputedTokens += uint64(n)
 	if c.cfg.Canary {
@@ -255,9 +266,10 @@ func (c *Controller) computeLocked(r *Request, n int) error {
 			// computed after all. Undo, so that nothing unwritten is ever
 			// cached (a later Finish caches only what was written).
 			r.hash, r.ckLen, r.ckHash = hash, ckLen, ckHash
-			ferr := c.freeKV(r.slots[start:], true)
+			ferr := c.freeKV(r.slots[start:start+n+r.spare], true)
 			r.slots = r.slots[:start]
-			c.owned -= n
+			c.owned -= n + r.spare
+			r.spare = 0
 			c.hy.ownedSWA -= c.hy.swaN(n)
 			c.stats.ComputedTokens -= uint64(n)
 			return errors.Join(err, ferr)
@@ -323,6 +335,10 @@ func (c *Controller) insertLocked(r *Request, upto int, chunked bool, mslot int3
 // freed; its lock is released.
 func (c *Controller) abandonLocked(r *Request) error {
 	err := c.eng.Unlock(r.last, r.rcpt, r.swaReleased)
+	if n := len(r.slots); r.spare > 0 {
+		// The unused rest of its last page is surely its own.
+		err = errors.Join(err, c.freeSlots(c.kv, r.slots[n:n+r.spare]))
+	}
 	c.retire(r)
 	return err
 }
@@ -331,7 +347,8 @@ func (c *Controller) abandonLocked(r *Request) error {
 // its Mamba state) have been freed or handed to the tree, and its buffers
 // go to later arrivals.
 func (c *Controller) retire(r *Request) {
-	c.owned -= len(r.slots) - r.protected
+	c.owned -= len(r.slots) - r.protected + r.spare
+	r.spare = 0
 	c.hy.ownedSWA -= r.ownSWA()
 	if r.mstate >= 0 {
 		c.hy.ownedMamba--
