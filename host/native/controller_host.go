@@ -299,8 +299,22 @@ func planNeeds(p core.LoadBackPlan) [3]int {
 // leaves the first match.
 func (c *Controller) hostHit(ns core.Namespace, tokens []uint32, m core.MatchResult) (core.MatchResult, int, error) {
 	loaded, err := c.loadBack(m.Best)
-	if err != nil || !loaded {
+	if err != nil {
 		return m, 0, err
+	}
+	if !loaded {
+		// Making room for the load-back may have evicted part of the
+		// first match (the lock on Best keeps its Full path, not the SWA
+		// window of the shorter device match) before the load-back was
+		// skipped or its copy failed: match again. Found by
+		// internal/simulate (seed 5, faults transfer, full,swa,
+		// write-through): the stale match's window named Full slots
+		// whose SWA side had been evicted.
+		m, err = c.eng.Match(m.Indices[:0], ns, tokens)
+		if err != nil {
+			return m, 0, err
+		}
+		return m, 0, c.execute(m.Actions)
 	}
 	first := m.DeviceLen
 	m, err = c.eng.Match(m.Indices[:0], ns, tokens)

@@ -72,3 +72,26 @@ func TestParseFaults(t *testing.T) {
 	require.ErrorContains(t, err, "replace its engine")
 	_ = fmt.Sprint()
 }
+
+// TestRun_Regressions are violations the simulator found, each at the
+// seed and step that exposed it.
+func TestRun_Regressions(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		faults string
+	}{
+		// An arrival whose load-back made room by evicting, then failed
+		// its copy, used its first match: that match's SWA window named
+		// Full slots whose SWA side was gone (a canary mismatch).
+		{"stale match after a failed load-back", Config{Seed: 5, Ops: 7460, Engine: "direct", Components: "full,swa", WritePolicy: "write_through"}, "transfer"},
+		{"stale match after a failed load-back, all faults", Config{Seed: 1, Ops: 41846, Engine: "direct", Components: "full,swa"}, "all"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := ParseFaults(tc.faults)
+			require.NoError(t, err)
+			tc.cfg.Faults = f
+			runOne(t, tc.cfg)
+		})
+	}
+}
