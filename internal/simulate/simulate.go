@@ -306,6 +306,12 @@ func (s *sim) build() error {
 			if tier == native.Host && f[FaultWriteThru] {
 				rates = pooltest.Rates{Alloc: 0.05, Free: 0.01, Write: 0.001}
 			}
+			if s.cfg.Concurrent {
+				// The scheduler goroutine audits (which reads slots)
+				// while requests run, so faults cannot be switched off
+				// around it: no Read or Write faults.
+				rates.Read, rates.Write = 0, 0
+			}
 			if rates != (pooltest.Rates{}) {
 				fp := pooltest.NewFaultPool(p, rates, s.cfg.Seed*31+uint64(comp)*7+uint64(tier))
 				s.fps = append(s.fps, fp)

@@ -53,12 +53,19 @@ func TestRun_Deterministic(t *testing.T) {
 	require.Equal(t, out[0], out[1])
 }
 
+// TestRun_Concurrent: worker goroutines on one controller, transfers
+// completing on goroutines of their own, every fault (the race detector
+// runs it in CI).
 func TestRun_Concurrent(t *testing.T) {
-	faults, _ := ParseFaults("exhaust,transfer,host-full")
-	for _, set := range sets {
-		t.Run(set, func(t *testing.T) {
-			runOne(t, Config{Seed: 5, Ops: 2000, Faults: faults, Engine: "direct", Components: set, Concurrent: true, Workers: 4})
-		})
+	faults, _ := ParseFaults("all")
+	for i, set := range sets {
+		for _, eng := range []string{"direct", "inprocess"} {
+			t.Run(set+"/"+eng, func(t *testing.T) {
+				res := runOne(t, Config{Seed: uint64(5 + i), Ops: 4000, Faults: faults, Engine: eng, Components: set, Concurrent: true, Workers: 4})
+				require.Positive(t, res.Checks, "the scheduler goroutine audited while requests ran")
+				require.Positive(t, res.Finished)
+			})
+		}
 	}
 }
 
