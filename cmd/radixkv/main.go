@@ -96,6 +96,20 @@
 // internal/coresim, the core-only replay loop, which makes the same tree
 // calls in the same order as the controller and so gives the same hit rate
 // to the token (the tests check this), without pools or engine transport.
+//
+// # simulate
+//
+// simulate runs internal/simulate, a deterministic simulation of a serving
+// host: a seeded scheduler interleaves request lifecycles through the
+// controller on a host-tier tree of each component set (--components, all by
+// default) and engine (--engine) while the faults of --faults go wrong, and
+// checks the controller's audit, the transfer guard, the KV canary and a
+// model of what may be cached after every step. Its standard output depends
+// only on the flags (timings go to stderr). On a violation it prints the
+// seed, the step and a shrunk reproduction, writes the failing run's requests
+// as a command log (--repro-log) and exits with status 1. --duration keeps
+// running new seeds (make soak); --concurrent runs real goroutines instead
+// (not reproducible; for the race detector).
 package main
 
 import (

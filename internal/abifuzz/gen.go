@@ -109,6 +109,9 @@ func (g *gen) request(k Kind) []byte {
 		}
 		return b
 	case Mutated:
+		if len(g.corpus) == 0 {
+			return g.structured()
+		}
 		return g.mutated()
 	default:
 		return g.random()
@@ -402,8 +405,8 @@ func (g *gen) random() []byte {
 }
 
 // learn takes handles, node ids and receipts from a decoded reference
-// response to the request q (decoded too; nil when it did not decode).
-func (g *gen) learn(q *abi.Request, r *abi.Response) {
+// response.
+func (g *gen) learn(r *abi.Response) {
 	if r.Status != abi.StatusOK {
 		return
 	}

@@ -270,7 +270,7 @@ func Run(ctx context.Context, m *Module, cfg Config, seedCorpus [][]byte) (*Repo
 				return rep, fail(req, "%v: %s", r.Code, r.Message)
 			}
 			if qerr == nil {
-				g.learn(&q, &r)
+				g.learn(&r)
 			}
 		}
 		if size := in.mem.Size(); size > rep.MaxMemory {
