@@ -75,7 +75,10 @@ func TestABIFuzz(t *testing.T) {
 			if w == 0 {
 				per += *calls % int64(n)
 			}
-			reps[w], errs[w] = Run(context.Background(), m, Config{Seed: *seed + uint64(w), Calls: max(per, 1), ErrorStream: min(100_000, max(per/5, 50_000))}, corpus)
+			reps[w], errs[w] = Run(context.Background(), m, Config{Seed: *seed + uint64(w), Calls: max(per, 1), ErrorStream: min(100_000, max(per/5, 50_000)),
+				Progress: func(calls int64, mem uint32, live int) {
+					t.Logf("worker %d: %d calls, linear memory %d MiB, %d live instances", w, calls, mem>>20, live)
+				}}, corpus)
 		}()
 	}
 	wg.Wait()

@@ -42,6 +42,11 @@ type Config struct {
 	// NoDifferential skips comparing every response with the in-process
 	// dispatcher's (about a third of the time goes there).
 	NoDifferential bool
+	// Progress, when set, is called every ProgressEvery calls (0: every
+	// 1,000,000) with the calls made, the linear memory size and the live
+	// cache instances.
+	Progress      func(calls int64, memory uint32, live int)
+	ProgressEvery int64
 }
 
 // Report is what a run did.
@@ -206,6 +211,9 @@ func Run(ctx context.Context, m *Module, cfg Config, seedCorpus [][]byte) (*Repo
 	if cfg.ErrorStream == 0 {
 		cfg.ErrorStream = 100_000
 	}
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = 1_000_000
+	}
 	in, err := m.instantiate(ctx)
 	if err != nil {
 		return nil, err
@@ -278,6 +286,9 @@ func Run(ctx context.Context, m *Module, cfg Config, seedCorpus [][]byte) (*Repo
 			if size > cfg.MaxMemory {
 				return rep, fail(nil, "linear memory grew to %d bytes, past the bound of %d", size, cfg.MaxMemory)
 			}
+		}
+		if cfg.Progress != nil && call%cfg.ProgressEvery == 0 {
+			cfg.Progress(call, in.mem.Size(), len(g.handles))
 		}
 		if call%cfg.ProbeEvery == 0 {
 			if err := pr.probe(); err != nil {
