@@ -59,20 +59,23 @@ func (t *Tree) Lock(node NodeID, skip ComponentSet) (Receipt, error) {
 		return Receipt{}, fmt.Errorf("%w: skipping the swa lock requires skipping mamba too", ErrInvalidArgument)
 	}
 	t.receiptSerial++
-	r := Receipt{Node: node, Serial: t.receiptSerial, Skipped: skip}
+	// The components fill the receipt through a pointer; the tree's own
+	// scratch receipt keeps it off the heap (a lock per request).
+	r := &t.lockReceipt
+	*r = Receipt{Node: node, Serial: t.receiptSerial, Skipped: skip}
 	if i == rootIdx {
 		// Locking the root protects nothing; the receipt still pairs.
-		t.receipts[r.Serial] = liveReceipt{idx: i, r: r}
-		return r, nil
+		t.receipts[r.Serial] = liveReceipt{idx: i, r: *r}
+		return *r, nil
 	}
 	for _, c := range t.comps {
 		if !skip.Has(c.kind()) {
-			c.acquire(t, i, &r)
+			c.acquire(t, i, r)
 		}
 	}
 	t.refreshLeaf(i)
-	t.receipts[r.Serial] = liveReceipt{idx: i, r: r}
-	return r, nil
+	t.receipts[r.Serial] = liveReceipt{idx: i, r: *r}
+	return *r, nil
 }
 
 // Unlock releases the lock a receipt proves. skipSWA must be set exactly
@@ -81,8 +84,11 @@ func (t *Tree) Lock(node NodeID, skip ComponentSet) (Receipt, error) {
 // Errors: ErrBroken, ErrStaleNode, ErrReceipt (the receipt was taken on
 // another node, was already released, is not from this tree, or skipSWA
 // does not match an early release).
-func (t *Tree) Unlock(node NodeID, r Receipt, skipSWA bool) error {
-	i, live, err := t.liveReceipt(node, r)
+func (t *Tree) Unlock(node NodeID, receipt Receipt, skipSWA bool) error {
+	// As in Lock: the components read the receipt through a pointer.
+	t.lockReceipt = receipt
+	r := &t.lockReceipt
+	i, live, err := t.liveReceipt(node, *r)
 	if err != nil {
 		return err
 	}
@@ -107,13 +113,13 @@ func (t *Tree) Unlock(node NodeID, r Receipt, skipSWA bool) error {
 	}
 	for k := len(t.comps) - 1; k >= 0; k-- {
 		c := t.comps[k]
-		if !skip.Has(c.kind()) && !c.canRelease(t, i, &r) {
+		if !skip.Has(c.kind()) && !c.canRelease(t, i, r) {
 			return t.fail("receipt %d: %s lock count already zero on the path of %v", r.Serial, c.kind(), node)
 		}
 	}
 	for k := len(t.comps) - 1; k >= 0; k-- {
 		if c := t.comps[k]; !skip.Has(c.kind()) {
-			c.release(t, i, &r)
+			c.release(t, i, r)
 		}
 	}
 	delete(t.receipts, r.Serial)

@@ -48,6 +48,7 @@ type Tree struct {
 
 	receipts      map[uint64]liveReceipt // by serial
 	receiptSerial uint64
+	lockReceipt   Receipt // Lock's and Unlock's scratch receipt (kept off the heap)
 
 	ins  insertState
 	walk evictWalk

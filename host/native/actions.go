@@ -188,6 +188,14 @@ func (c *Controller) freeSlots(p Pool, slots []int32) error {
 		return nil
 	}
 	if c.cfg.Canary && p.SlotBytes() >= CanaryBytes {
+		if sp := localPaged(p); sp != nil {
+			// This package's paged pools poison while they free, a page
+			// at a time.
+			sp.zeroOnFree = true
+			err := c.release(p, slots)
+			sp.zeroOnFree = false
+			return err
+		}
 		if mem, ok := rawMem(p); ok {
 			mem.poison(slots, p.Capacity())
 		} else {

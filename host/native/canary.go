@@ -141,12 +141,25 @@ func (c *Controller) writeComputed(r *Request, start int) error {
 	h, old := r.hash, r.hash
 	swa, grid := c.hy.swa, c.hy.grid
 	if mem, ok := rawMem(c.kv); ok && swa == nil && grid == 0 {
-		// This package's pools: the records go straight into memory.
-		for i := start; i < len(r.slots); i++ {
-			h = canaryStep(h, r.tokens[i])
-			rec := mem.slot(r.slots[i])
-			binary.LittleEndian.PutUint64(rec[0:8], h)
-			binary.LittleEndian.PutUint64(rec[8:16], uint64(i))
+		// This package's pools: the records go straight into memory, a
+		// run of consecutive slots (a page) at a time.
+		slots, toks := r.slots, r.tokens
+		for i := start; i < len(slots); {
+			s := slots[i]
+			e := i + 1
+			for e < len(slots) && slots[e] == slots[e-1]+1 {
+				e++
+			}
+			if mem.sz != CanaryBytes {
+				e = i + 1
+			}
+			run := mem.mem[int(s)*mem.sz : int(s)*mem.sz+(e-i)*mem.sz]
+			for off := 0; off+CanaryBytes <= len(run); off += mem.sz {
+				h = canaryStep(h, toks[i])
+				binary.LittleEndian.PutUint64(run[off:off+8], h)
+				binary.LittleEndian.PutUint64(run[off+8:off+16], uint64(i))
+				i++
+			}
 		}
 		start = len(r.slots)
 	}
@@ -371,4 +384,22 @@ func (m slotMem) poison(slots []int32, capacity int) {
 		}
 		k = e
 	}
+}
+
+// localPaged returns the storage of p when it is one of this package's
+// open paged pools (page > 1).
+func localPaged(p Pool) *slotPool {
+	var sp *slotPool
+	switch q := p.(type) {
+	case *MemPool:
+		sp = &q.slotPool
+	case *MmapPool:
+		sp = &q.slotPool
+	default:
+		return nil
+	}
+	if sp.closed || sp.page == 1 || sp.slotBytes < CanaryBytes {
+		return nil
+	}
+	return sp
 }

@@ -21,6 +21,12 @@ type ControllerConfig struct {
 	// canary records of that prefix; a mismatch fails the call with
 	// ErrCanaryMismatch. Requires Canary.
 	VerifyMatches bool
+	// AsyncLoadBack lets Arrive return while the load-back of a host hit
+	// is still in flight (Request.Loading): the caller then calls Await
+	// (or any lifecycle call, which awaits first) before it reads the
+	// request's Slots, CachedLen or Pending. Off, Arrive waits for the
+	// copy itself.
+	AsyncLoadBack bool
 }
 
 // Stats are cumulative counters of a controller.
@@ -309,11 +315,12 @@ func (c *Controller) Drain() error {
 	return err
 }
 
-// InFlight returns the number of batches started and not finished yet.
+// InFlight returns the number of batches started and not finished yet:
+// backups in the queue and the load-backs of loading requests.
 func (c *Controller) InFlight() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.xfer.jobs)
+	return len(c.xfer.jobs) + len(c.xfer.loads)
 }
 
 // poll is Poll with c.mu held; it costs two length checks when nothing

@@ -443,8 +443,14 @@ func (c *Controller) auditHybrid() error {
 		if err := c.auditCount(core.SWA, h.swa, h.ownedSWA, "SWA pool: "); err != nil {
 			return err
 		}
-		if avail, capa, d := h.swa.Available(), h.swa.Capacity(), c.deferredIn(h.swa); h.mapped != capa-avail-d {
-			return fmt.Errorf("%w: %d full slots map to SWA slots, %d SWA slots are allocated (%d of them being freed)", ErrSWAMapping, h.mapped, capa-avail, d)
+		// Unmapped but allocated: SWA slots being freed, and those that
+		// load-backs in flight are writing.
+		d := c.deferredIn(h.swa)
+		for _, j := range c.xfer.loads {
+			d += j.got[core.SWA]
+		}
+		if avail, capa := h.swa.Available(), h.swa.Capacity(); h.mapped != capa-avail-d {
+			return fmt.Errorf("%w: %d full slots map to SWA slots, %d SWA slots are allocated (%d of them being freed or loaded)", ErrSWAMapping, h.mapped, capa-avail, d)
 		}
 		if err := c.auditMapping(); err != nil {
 			return err

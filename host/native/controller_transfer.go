@@ -27,6 +27,7 @@ import (
 // transfers is the controller's queue of backups in flight.
 type transfers struct {
 	tr    Transport
+	loads []*loadJob   // load-backs in flight (each hangs off its loading request)
 	jobs  []*backupJob // in flight, oldest first
 	spare []*backupJob // finished jobs, reused
 	batch Batch        // scratch batch of synchronous copies
@@ -92,6 +93,16 @@ func (x *transfers) remove(j *backupJob) {
 func (x *transfers) waitAll() {
 	for _, j := range x.jobs {
 		_ = j.done.Wait()
+	}
+	for _, j := range x.loads {
+		_ = j.done.Wait()
+	}
+}
+
+// dropLoad takes j off the list of load-backs in flight.
+func (x *transfers) dropLoad(j *loadJob) {
+	if k := slices.Index(x.loads, j); k >= 0 {
+		x.loads = slices.Delete(x.loads, k, k+1)
 	}
 }
 

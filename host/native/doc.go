@@ -56,13 +56,53 @@
 // with mmap and unmaps it on Close (ErrMmapUnavailable where the platform
 // or the call fails, so the caller can fall back to NewMemPool). Frees are
 // all-or-nothing: a double free, a slot listed twice, an out-of-range or
-// never-allocated slot fails the whole call and changes nothing.
+// never-allocated slot fails the whole call and changes nothing. The Pool
+// documentation says which calls may fail and how the controller copes.
+//
+// A [PagedPool] hands out whole pages of PageSize contiguous slots
+// ([NewPagedMemPool]). The tree's values stay slot indices, but a
+// controller whose Full device pool pages by the tree's page size (and
+// whose tree has no SWA) takes a request's slots a page at a time: the
+// request fills its last page as it decodes, Finish and Abort give whole
+// pages back, and every node the tree caches holds whole pool pages, so
+// per-token work is writing an index, not a free-list step.
 //
 // [Pools] names one pool per (component, [Tier]); [PoolSet] is the plain
 // table. The controller needs the Full device pool, and the SWA and Mamba
 // device pools when the tree has those components; with a host tier it
 // needs a host pool for each of them as well. Device pools from other
 // packages (CUDA) and pinned host pools plug in behind the same interfaces.
+//
+// # Transfers
+//
+// Every copy between pools (a backup device to host, a load-back host to
+// device, a Mamba fork inside the device pool) is one [Batch] of
+// [Segment]s, started with [Transport].Start, which returns a
+// [Completion] that the controller polls (Done) or waits on (Wait). A
+// Pools that implements Transport (a CUDA pool set copying on a stream,
+// host/native/pooltest's delaying and failing transport) is used for
+// them; any other Pools gets [CopyBatch], which copies before it
+// returns. The Transport documentation lists the duties on both sides.
+//
+// Backups an insert triggers (a write-through chain, write-back's SWA
+// top-up) stay in flight across calls: the node is locked so its device
+// data stays put, the host slots are the controller's own, and the
+// backup is committed to the tree (CommitBackup, and for write-through
+// MarkWriteThroughPending and FinishWriteThrough) only once its batch
+// completed. Every lifecycle call polls first; [Controller.Poll] and
+// [Controller.Drain] finish completed (or all) transfers, and
+// [Controller.InFlight] counts them. A batch that fails, or a commit the
+// tree refuses because it changed meanwhile, is rolled back: the host
+// slots go back (poisoned), the lock is released, the tree never hears
+// of the backup. A load-back is committed (CommitLoadBack, FinishLoadBack)
+// once its batch completed too; a failed one is abandoned before the tree
+// hears of it and the arrival recomputes. By default Arrive waits for the
+// load-back's batch; with ControllerConfig.AsyncLoadBack it may return a
+// request that is still loading (Request.Loading), holding host and
+// device locks on the anchor and the device slots being written: its next
+// call, or [Controller.Await], waits for the copy and finishes arriving,
+// and [Controller.Abort] waits for it and rolls it back. Write-back
+// demotions and Mamba forks wait for their batch inside the call.
 //
 // # Request lifecycle
 //
@@ -148,11 +188,12 @@
 //     that cannot make room, leaves the first match: the request
 //     recomputes instead. Request.HostHitLen is what the load-back added.
 //
-// Every acknowledgement happens before the call that started the backup
-// returns, so nothing is in flight between calls. The controller records
-// which host slots the tree holds (committed, not freed since); Audit
-// checks that they and the free ones make up each host pool and, with the
-// canary, that every held host slot holds a record. Without a host tier
+// A write-through is acknowledged when its batch completes, which may be
+// after the call that started it returned (see Transfers). The
+// controller records which host slots the tree holds (committed, not
+// freed since); Audit checks that they, the free ones and those of
+// backups in flight make up each host pool and, with the canary, that
+// every held host slot holds a record. Without a host tier
 // the controller runs exactly as before (one-shot evictions, no copies).
 //
 // # KV-integrity canary
@@ -175,6 +216,17 @@
 // arrival's verification (VerifyMatches) with ErrCanaryMismatch.
 // With the canary off the controller writes no records; backups and
 // load-backs still copy whatever the slots hold.
+//
+// # Pool failures
+//
+// The controller survives every failure the Pool contract allows with
+// its accounting whole: a failed Alloc changes nothing, a failed Free is
+// kept and retried by later calls (Audit counts those slots), a poison
+// record that cannot be written does not keep a slot from its pool, a
+// canary record that cannot be written undoes the Prefill that needed it
+// (so nothing unwritten is ever cached), a failed backup is simply not
+// made, and a Read that fails while verifying is reported as that I/O
+// error, not as a canary mismatch.
 //
 // # Locking rules
 //

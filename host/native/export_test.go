@@ -12,6 +12,9 @@ import (
 // can import host/native/pooltest: that package imports native, so the
 // internal tests cannot.
 
+// RaceEnabled reports a build with the race detector (tests shorten).
+const RaceEnabled = raceEnabled
+
 // TestSet is a component set of the controller tests.
 type TestSet struct {
 	Name string
@@ -101,11 +104,17 @@ type WorkloadOptions struct {
 	Between func(step int)
 }
 
+// WorkloadCounts counts what RunTestWorkload met.
+type WorkloadCounts struct {
+	Loading        int // arrivals that returned with their load-back in flight
+	AbortedLoading int // of those, aborted in the middle of the load-back
+}
+
 // RunTestWorkload drives c with random lifecycles of requests that share
 // prefixes (arrivals, chunked prefills, decodes, chunk finishes,
 // verifies, aborts, finishes), finishes what runs at the end, drains
 // the transfers and requires every cached document to read back.
-func RunTestWorkload(t *testing.T, c *Controller, seed uint64, o WorkloadOptions) {
+func RunTestWorkload(t *testing.T, c *Controller, seed uint64, o WorkloadOptions) WorkloadCounts {
 	t.Helper()
 	g := newWorkloadGen(seed)
 	rng := g.rng
@@ -113,6 +122,7 @@ func RunTestWorkload(t *testing.T, c *Controller, seed uint64, o WorkloadOptions
 		return err == nil || errors.Is(err, ErrPoolExhausted) || errorIsChunkWindow(err) || (o.Tolerate != nil && o.Tolerate(err))
 	}
 	var running []*Request
+	var counts WorkloadCounts
 	end := func(k int, r *Request, err error) {
 		t.Helper()
 		require.True(t, ok(err), "unexpected error: %v", err)
@@ -131,12 +141,27 @@ func RunTestWorkload(t *testing.T, c *Controller, seed uint64, o WorkloadOptions
 			require.True(t, ok(err), "step %d: arrive: %v", step, err)
 			if err == nil {
 				running = append(running, r)
+				if r.Loading() {
+					counts.Loading++
+				}
 			}
 		} else {
 			k := rng.IntN(len(running))
 			r := running[k]
 			var err error
-			switch op := rng.IntN(12); {
+			op := rng.IntN(12)
+			if r.Loading() && op == 8 {
+				counts.AbortedLoading++
+			}
+			if r.Loading() && op != 8 {
+				// Its accessors wait for the load-back too: learn them
+				// first (an abort rolls the load-back back instead).
+				if err = c.Await(r); err != nil {
+					end(k, r, err)
+					continue
+				}
+			}
+			switch {
 			case op < 5:
 				if r.Pending() == 0 {
 					err = c.Extend(r, g.tokens(1+rng.IntN(4))...)
@@ -166,7 +191,10 @@ func RunTestWorkload(t *testing.T, c *Controller, seed uint64, o WorkloadOptions
 	}
 	for len(running) > 0 {
 		r := running[0]
-		err := c.Prefill(r, r.Pending())
+		err := c.Await(r)
+		if err == nil {
+			err = c.Prefill(r, r.Pending())
+		}
 		if err == nil {
 			err = c.Finish(r)
 		}
@@ -193,4 +221,5 @@ func RunTestWorkload(t *testing.T, c *Controller, seed uint64, o WorkloadOptions
 		}
 	}
 	require.Zero(t, c.Stats().CanaryMismatches)
+	return counts
 }

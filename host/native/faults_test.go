@@ -165,7 +165,7 @@ func TestController_FinishAfterFailedPrefill(t *testing.T) {
 // Audit (faults off) passes after every step.
 func TestController_FaultyPools(t *testing.T) {
 	steps := 12000 // about 3,000 requests
-	if testing.Short() {
+	if testing.Short() || native.RaceEnabled {
 		steps = 600
 	}
 	rates := pooltest.Rates{Alloc: 0.02, Free: 0.02, Copy: 0.02, Read: 0.0002, Write: 0.0002}

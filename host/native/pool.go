@@ -147,16 +147,19 @@ func (s *PoolSet) Close() error {
 // split by a single-slot Alloc sit on the slot list (loose), handed out
 // first, and return there when freed (pages are not re-formed).
 type slotPool struct {
-	name      string
-	capacity  int
-	slotBytes int
-	page      int      // slots per page (1: not paged)
-	free      []int32  // free slots outside free pages; the top is handed out next
-	pages     []int32  // free whole pages (page numbers); the top is handed out next
-	used      []uint64 // allocation bitmap
-	mem       []byte
-	closed    bool
-	unmap     func([]byte) error
+	name       string
+	capacity   int
+	slotBytes  int
+	page       int      // slots per page (1: not paged)
+	free       []int32  // free slots outside free pages; the top is handed out next
+	pages      []int32  // free whole pages (page numbers); the top is handed out next
+	used       []uint64 // allocation bitmap
+	zeroOnFree bool     // freePaged zeroes the canary record of every slot it frees
+	pgBuf      []int32  // freePaged scratch: the pages found
+	looseBuf   []int32  // freePaged scratch: the other slots
+	mem        []byte
+	closed     bool
+	unmap      func([]byte) error
 }
 
 func newSlotPool(name string, capacity, slotBytes, page int) (*slotPool, error) {
@@ -422,13 +425,17 @@ func (p *slotPool) Free(slots []int32) error {
 
 // freePaged is Free of a paged pool: runs that are one whole page go back
 // to the page list (a few bitmap words each), other slots to the slot
-// list. All or nothing, like Free.
+// list. All or nothing, like Free; one pass over slots.
 func (p *slotPool) freePaged(slots []int32) error {
 	used, capacity := p.used, uint32(p.capacity)
-	undo := func(k int) {
+	pages, loose := p.pgBuf[:0], p.looseBuf[:0]
+	fail := func(k int, s int32) error {
+		err := p.check(s)
 		for _, u := range slots[:k] {
 			p.setUsed(u)
 		}
+		p.pgBuf, p.looseBuf = pages[:0], loose[:0]
+		return err
 	}
 	for k := 0; k < len(slots); {
 		if pg := p.pageAt(slots, k); pg >= 0 {
@@ -437,36 +444,49 @@ func (p *slotPool) freePaged(slots []int32) error {
 				// A slot of the page is free: find it for the error.
 				for i := k; i < k+p.page; i++ {
 					if !p.isUsed(slots[i]) {
-						err := p.check(slots[i])
-						undo(i)
-						return err
+						return fail(i, slots[i])
 					}
 					p.clearUsed(slots[i])
 				}
 			}
 			p.clearRange(base, p.page)
+			if p.zeroOnFree {
+				p.zeroRecords(base, p.page)
+			}
+			pages = append(pages, pg)
 			k += p.page
 			continue
 		}
 		s := slots[k]
 		if uint32(s) >= capacity || used[s>>6]&(1<<(uint(s)&63)) == 0 {
-			err := p.check(s)
-			undo(k)
-			return err
+			return fail(k, s)
 		}
 		used[s>>6] &^= 1 << (uint(s) & 63)
-		k++
-	}
-	for k := 0; k < len(slots); {
-		if pg := p.pageAt(slots, k); pg >= 0 {
-			p.pages = append(p.pages, pg)
-			k += p.page
-			continue
+		if p.zeroOnFree {
+			p.zeroRecords(s, 1)
 		}
-		p.free = append(p.free, slots[k])
+		loose = append(loose, s)
 		k++
 	}
+	p.pages = append(p.pages, pages...)
+	p.free = append(p.free, loose...)
+	p.pgBuf, p.looseBuf = pages[:0], loose[:0]
 	return nil
+}
+
+// zeroRecords zeroes the canary records of slots [lo, lo+n) (the whole
+// slots when a record is all a slot holds). A Free that then fails on a
+// later slot has still poisoned these: they were being given up.
+func (p *slotPool) zeroRecords(lo int32, n int) {
+	sz := p.slotBytes
+	off := int(lo) * sz
+	if sz == CanaryBytes {
+		clear(p.mem[off : off+n*sz])
+		return
+	}
+	for i := range n {
+		clear(p.mem[off+i*sz : off+i*sz+CanaryBytes])
+	}
 }
 
 func (p *slotPool) span(s int32) []byte {

@@ -154,8 +154,12 @@ func TestController_PagedPool(t *testing.T) {
 	require.NoError(t, c.Extend(r, 1, 2, 3))
 	require.Equal(t, 7, kv.AvailablePages(), "decoding fills the last page")
 	require.NoError(t, c.Audit())
+	tail := r.Slots()[32]
 	require.NoError(t, c.Finish(r))
 	require.Equal(t, 8, kv.AvailablePages(), "the tail's page went back whole")
+	for s := tail; s < tail+16; s++ {
+		require.Equal(t, make([]byte, CanaryBytes), kv.mem[int(s)*CanaryBytes:int(s+1)*CanaryBytes], "slot %d poisoned as freed", s)
+	}
 	require.Equal(t, 128, kv.Available())
 	require.Empty(t, kv.free, "no page was split")
 	require.NoError(t, c.Audit())
@@ -169,5 +173,27 @@ func TestController_PagedPool(t *testing.T) {
 	require.NoError(t, c.Abort(r))
 	require.Equal(t, 8, kv.AvailablePages())
 	require.Empty(t, kv.free)
+	require.NoError(t, c.Audit())
+}
+
+// TestController_ArriveReusing: a done request's struct serves the next
+// arrival; a running one, or another controller's, is refused.
+func TestController_ArriveReusing(t *testing.T) {
+	c, _ := newCtl(t, 160, core.Config{PageSize: 16}, canaryOn)
+	other, _ := newCtl(t, 160, core.Config{PageSize: 16}, canaryOn)
+	r, err := c.Arrive(core.Namespace{}, seq(0, 40))
+	require.NoError(t, err)
+	_, err = c.ArriveReusing(r, core.Namespace{}, seq(0, 40))
+	require.ErrorIs(t, err, ErrInvalidArgument, "still running")
+	require.NoError(t, c.Prefill(r, r.Pending()))
+	require.NoError(t, c.Finish(r))
+	_, err = other.ArriveReusing(r, core.Namespace{}, seq(0, 40))
+	require.ErrorIs(t, err, ErrInvalidArgument, "another controller's")
+	r2, err := c.ArriveReusing(r, core.Namespace{}, seq(0, 40))
+	require.NoError(t, err)
+	require.Same(t, r, r2)
+	require.False(t, r2.Done())
+	require.Equal(t, 32, r2.CachedLen())
+	require.NoError(t, c.Abort(r2))
 	require.NoError(t, c.Audit())
 }

@@ -31,7 +31,11 @@ type Request struct {
 	// spare slots follow slots in its backing array: the unused rest of
 	// the last page a paged pool gave it (0 with slot pools).
 	spare int
-	done  bool
+	// load is the load-back in flight of a loading request (nil when
+	// none); firstLen is the device hit of the match that started it.
+	load     *loadJob
+	firstLen int
+	done     bool
 
 	// SWA: the request holds SWA slots for its own positions from
 	// max(swaEvicted, protected) on; those before swaEvicted left its
@@ -78,6 +82,11 @@ func (r *Request) Computed() int { return len(r.slots) }
 // Pending is the number of known tokens not computed yet.
 func (r *Request) Pending() int { return len(r.tokens) - len(r.slots) }
 
+// Loading reports whether the request's load-back from the host is still
+// in flight: its Slots and CachedLen are not known yet, and its next call
+// (or Controller.Await) waits for the copy.
+func (r *Request) Loading() bool { return r.load != nil }
+
 // Done reports whether the request was finished or aborted.
 func (r *Request) Done() bool { return r.done }
 
@@ -115,6 +124,10 @@ func (c *Controller) usable(r *Request) error {
 	if r.done {
 		return ErrRequestDone
 	}
+	if r.load != nil {
+		// Its load-back is in flight: wait for it and finish arriving.
+		return c.awaitLoad(r)
+	}
 	return nil
 }
 
@@ -124,43 +137,112 @@ func (c *Controller) usable(r *Request) error {
 // host memory is loaded back to the device first (Request.HostHitLen).
 // Errors: ErrClosed, ErrCanaryMismatch (VerifyMatches), engine errors.
 func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error) {
+	return c.ArriveReusing(nil, ns, tokens)
+}
+
+// ArriveReusing is Arrive that recycles old, a request of this controller
+// that is done (finished or aborted), for the new request instead of
+// allocating one: a serving loop that keeps one Request per slot of its
+// batch allocates nothing per request. old must no longer be used under
+// its former identity; nil is Arrive.
+// Errors: those of Arrive, ErrInvalidArgument (old is not a done request
+// of this controller).
+func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uint32) (*Request, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, fmt.Errorf("%w: controller", ErrClosed)
 	}
+	if old != nil && (old.c != c || !old.done) {
+		return nil, fmt.Errorf("%w: only a finished or aborted request of this controller can be reused", ErrInvalidArgument)
+	}
 	if err := c.poll(); err != nil {
 		return nil, err
 	}
-	r := &Request{c: c, ns: ns, tokens: append(c.spareTokenBuf(len(tokens)), tokens...), mstate: -1}
+	r := old
+	if r == nil {
+		r = &Request{}
+	}
+	*r = Request{c: c, ns: ns, tokens: append(c.spareTokenBuf(len(tokens)), tokens...), mstate: -1}
 	m, err := c.eng.Match(c.spareSlotBuf(len(tokens)), ns, tokens)
 	if err != nil {
 		c.recycle(r.tokens, nil)
 		return nil, err
 	}
 	if err := c.execute(m.Actions); err != nil {
+		c.recycle(r.tokens, m.Indices)
 		return nil, err
 	}
+	hostHit := 0
 	if c.ht != nil && m.Best != m.LastDevice {
 		// A host hit: load it back and match again.
-		if m, r.hostHit, err = c.hostHit(ns, tokens, m); err != nil {
+		j, loaded, err := c.startLoadBack(m.Best)
+		if err != nil {
+			c.recycle(r.tokens, m.Indices)
 			return nil, err
 		}
+		if j != nil {
+			// Still in flight: the request waits for it on its next call
+			// (Await), matching again then.
+			r.load, r.firstLen = j, m.DeviceLen
+			c.recycle(nil, m.Indices)
+			c.live++
+			c.stats.Requests++
+			c.stats.InputTokens += uint64(len(tokens))
+			return r, nil
+		}
+		// Match again even when nothing was loaded: making room for the
+		// load-back may have evicted part of the first match (the lock
+		// on Best keeps its Full path, not the SWA window of the shorter
+		// device match) before the load-back was skipped or its copy
+		// failed. Found by internal/simulate (seed 5, failing transfers,
+		// full,swa, write-through): the stale match's window named Full
+		// slots whose SWA side had been evicted, a canary mismatch.
+		first := m.DeviceLen
+		if m, err = c.eng.Match(m.Indices[:0], ns, tokens); err == nil {
+			err = c.execute(m.Actions)
+		}
+		if err != nil {
+			c.recycle(r.tokens, m.Indices)
+			return nil, err
+		}
+		if loaded {
+			hostHit = max(m.DeviceLen-first, 0)
+			c.stats.HostHitTokens += uint64(hostHit)
+		}
 	}
+	if err := c.arriveMatched(r, m, hostHit); err != nil {
+		c.recycle(r.tokens, r.slots)
+		r.tokens, r.slots = nil, nil
+		return nil, err
+	}
+	c.live++
+	c.stats.Requests++
+	c.stats.InputTokens += uint64(len(tokens))
+	return r, nil
+}
+
+// arriveMatched completes an arrival on its final match m (hostHit of
+// whose tokens a load-back brought): the request takes the matched
+// slots, verifies them (VerifyMatches), locks the match and forks its
+// Mamba state. On error nothing is locked.
+func (c *Controller) arriveMatched(r *Request, m core.MatchResult, hostHit int) error {
+	ns := r.ns
+	r.hostHit = hostHit
 	r.slots = m.Indices
+	var err error
 	if c.cfg.Canary {
 		r.hash = canarySeed(ns)
 		if c.cfg.VerifyMatches {
 			if r.hash, _, err = c.verifyChain(ns, r.hash, r.tokens, r.slots, c.hy.matchWindow(m.DeviceLen)); err != nil {
-				c.recycle(r.tokens, nil)
 				if r.hostHit > 0 {
 					err = fmt.Errorf("%w (the last %d tokens of the prefix were loaded back from the host)", err, r.hostHit)
 				}
-				return nil, err
+				return err
 			}
 			if c.hy.mamba != nil && m.MambaSlot >= 0 {
 				if err := c.verifyState(m.MambaSlot, r.hash, m.DeviceLen); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		} else {
@@ -171,7 +253,7 @@ func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error
 	}
 	rc, err := c.eng.Lock(m.LastDevice, 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.last, r.rcpt = m.LastDevice, rc
 	r.protected, r.cached = m.DeviceLen, m.DeviceLen
@@ -184,16 +266,11 @@ func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error
 	if c.hy.mamba != nil {
 		// The lock protects the state to fork while the pool makes room.
 		if err := c.forkState(r, m.MambaSlot); err != nil {
-			err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, false))
-			c.recycle(r.tokens, r.slots)
-			return nil, err
+			return errors.Join(err, c.eng.Unlock(r.last, r.rcpt, false))
 		}
 	}
-	c.live++
-	c.stats.Requests++
-	c.stats.InputTokens += uint64(len(tokens))
 	c.stats.MatchedTokens += uint64(m.DeviceLen - r.hostHit)
-	return r, nil
+	return nil
 }
 
 // Prefill gives fresh slots to the next n uncomputed tokens of r (n =
@@ -532,6 +609,19 @@ func (c *Controller) finishChunkLocked(r *Request, upto int) error {
 func (c *Controller) Abort(r *Request) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if r != nil && r.c == c && !r.done && r.load != nil && !c.closed {
+		// In the middle of its load-back: roll that back, nothing else
+		// is the request's yet.
+		j := r.load
+		r.load = nil
+		err := c.abandonLoad(j)
+		c.live--
+		r.done = true
+		c.recycle(r.tokens, nil)
+		r.tokens = nil
+		c.stats.Aborted++
+		return err
+	}
 	if err := c.usable(r); err != nil {
 		return err
 	}

@@ -32,8 +32,8 @@ var transportModes = []struct {
 // canary stays clean throughout.
 func TestController_TransferWorkload(t *testing.T) {
 	steps := 250
-	if testing.Short() {
-		steps = 80
+	if testing.Short() || native.RaceEnabled {
+		steps = 60
 	}
 	type tier struct {
 		name string
@@ -45,6 +45,19 @@ func TestController_TransferWorkload(t *testing.T) {
 		{"write-through", &[3]int{40, 30, 6}, core.WriteThrough},
 		{"write-back", &[3]int{40, 30, 6}, core.WriteBack},
 	}
+	loading, aborted := map[string]int{}, map[string]int{}
+	defer func() {
+		if t.Failed() || steps < 250 {
+			return
+		}
+		// Arrivals returned with their load-back in flight, and some were
+		// aborted in the middle of it, on both write policies.
+		for _, tr := range tiers[1:] {
+			require.NotZero(t, loading[tr.name], tr.name)
+			require.NotZero(t, aborted[tr.name], tr.name)
+		}
+		t.Logf("loading arrivals %v, aborted while loading %v", loading, aborted)
+	}()
 	for si, set := range native.HybridTestSets() {
 		for ti, tr := range tiers {
 			for mi, mode := range transportModes {
@@ -56,9 +69,9 @@ func TestController_TransferWorkload(t *testing.T) {
 							cfg.Seed = seed
 							var x *pooltest.Transport
 							c := native.NewTestController(t, eng, set.Cfg, tr.wp, [3]int{64, 48, 9}, tr.host,
-								native.ControllerConfig{Canary: true, VerifyMatches: true}, nil,
+								native.ControllerConfig{Canary: true, VerifyMatches: true, AsyncLoadBack: true}, nil,
 								func(p native.Pools) native.Pools { x = pooltest.New(p, cfg); return x })
-							native.RunTestWorkload(t, c, seed, native.WorkloadOptions{
+							wc := native.RunTestWorkload(t, c, seed, native.WorkloadOptions{
 								Steps: steps,
 								// A Mamba fork whose copy failed fails its
 								// arrival (cleanly: Audit follows).
@@ -70,8 +83,10 @@ func TestController_TransferWorkload(t *testing.T) {
 								},
 							})
 							require.Zero(t, c.InFlight())
+							loading[tr.name] += wc.Loading
+							aborted[tr.name] += wc.AbortedLoading
 							st, xs := c.Stats(), x.Stats()
-							if tr.host != nil && !testing.Short() {
+							if tr.host != nil && steps == 250 {
 								require.NotZero(t, st.Backups, "%+v", st)
 								require.NotZero(t, xs.Completed)
 								if tr.wp == core.WriteThrough {
@@ -99,7 +114,7 @@ func TestController_TransferHammer(t *testing.T) {
 		t.Run(wp.String(), func(t *testing.T) {
 			var x *pooltest.Transport
 			c := native.NewTestController(t, "direct", core.Config{PageSize: 2}, wp, [3]int{256, 0, 0}, &[3]int{192, 0, 0},
-				native.ControllerConfig{Canary: true, VerifyMatches: true}, nil,
+				native.ControllerConfig{Canary: true, VerifyMatches: true, AsyncLoadBack: true}, nil,
 				func(p native.Pools) native.Pools {
 					x = pooltest.New(p, pooltest.Config{Seed: 7, Async: true, FailRate: 0.1})
 					return x
@@ -165,6 +180,15 @@ func hammerRequests(c *native.Controller, seed uint64, n int) error {
 		}
 		r, err := c.Arrive(core.Namespace{}, prompt)
 		if err != nil {
+			return err
+		}
+		if r.Loading() && k%3 == 0 {
+			if err := c.Abort(r); err != nil { // in the middle of its load-back
+				return err
+			}
+			continue
+		}
+		if err := c.Await(r); err != nil {
 			return err
 		}
 		if err := c.Prefill(r, r.Pending()); err != nil {
