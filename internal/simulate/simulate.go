@@ -109,8 +109,9 @@ type Result struct {
 	Tolerated   int              // lifecycle calls that failed as the faults allow (the request was aborted)
 	Injected    map[string]int64 // faults injected, per kind
 	Checks      int              // post-step checks passed
-	PageSize    int
-	WritePolicy string
+	PageSize      int
+	WritePolicy   string
+	AsyncLoadBack bool // load-backs stayed in flight across calls
 	Stats       native.Stats
 }
 
@@ -320,7 +321,11 @@ func (s *sim) build() error {
 			fpools.pools[tier][comp] = p
 		}
 	}
-	c, err := native.NewController(eng, fpools, native.ControllerConfig{Canary: true, VerifyMatches: true})
+	// Load-backs in flight across calls half the time (always with the
+	// abort-loadback fault, whose aborts land in the middle of them).
+	async := f[FaultAbortLoad] || rng.IntN(2) == 0
+	s.res.AsyncLoadBack = async
+	c, err := native.NewController(eng, fpools, native.ControllerConfig{Canary: true, VerifyMatches: true, AsyncLoadBack: async})
 	if err != nil {
 		eng.Close()
 		return err
@@ -482,20 +487,41 @@ func (s *sim) runSerial() error {
 				break
 			}
 			s.res.Arrivals++
-			if err := s.checkMatch(p, r.CachedLen()); err != nil {
-				return fail(step, "arrive: %v", err)
+			if r.Loading() {
+				s.res.Injected["loading_arrivals"]++
+				if s.cfg.Faults[FaultAbortLoad] && rng.IntN(2) == 0 {
+					s.res.Injected["abort-loadback"]++
+					if err := s.c.Abort(r); err != nil && !tolerated(err) {
+						return fail(step, "abort in the middle of a load-back: %v", err)
+					}
+					s.res.Aborted++
+					break
+				}
+				if rng.IntN(2) == 0 {
+					// Otherwise the request's next lifecycle call awaits.
+					if err := s.c.Await(r); err != nil {
+						if !tolerated(err) {
+							return fail(step, "await: %v", err)
+						}
+						s.res.Tolerated++
+						break
+					}
+				}
+			}
+			if !r.Loading() {
+				if err := s.checkMatch(p, r.CachedLen()); err != nil {
+					return fail(step, "arrive: %v", err)
+				}
 			}
 			run = append(run, running{r, p})
-			if s.cfg.Faults[FaultAbortLoad] && r.HostHitLen() > 0 && s.c.InFlight() > 0 && rng.IntN(2) == 0 {
-				s.res.Injected["abort-loadback"]++
-				if err := s.c.Abort(r); err != nil && !tolerated(err) {
-					return fail(step, "abort during a load-back: %v", err)
-				}
-				s.res.Aborted++
-				run = run[:len(run)-1]
-			}
 		case op < 55: // a chunk of prefill, or a decoded token
 			k := rng.IntN(len(run))
+			if err := s.settle(step, run[k]); err != nil {
+				if err := end(step, k, "await", err); err != nil {
+					return err
+				}
+				break
+			}
 			ru := run[k]
 			var err error
 			what := "prefill"
@@ -514,6 +540,12 @@ func (s *sim) runSerial() error {
 			}
 		case op < 63: // cache what is computed so far
 			k := rng.IntN(len(run))
+			if err := s.settle(step, run[k]); err != nil {
+				if err := end(step, k, "await", err); err != nil {
+					return err
+				}
+				break
+			}
 			ru := run[k]
 			upto := ru.r.Computed()
 			// The model learns what a call may cache before the call: a
@@ -544,6 +576,12 @@ func (s *sim) runSerial() error {
 			}
 		case op < 90: // finish: prefill the rest, cache it
 			k := rng.IntN(len(run))
+			if err := s.settle(step, run[k]); err != nil {
+				if err := end(step, k, "await", err); err != nil {
+					return err
+				}
+				break
+			}
 			ru := run[k]
 			err := s.c.Prefill(ru.r, ru.r.Pending())
 			if err == nil {
@@ -595,7 +633,10 @@ func (s *sim) runSerial() error {
 	// Wind down: finish or abort what runs, drain the transfers.
 	for len(run) > 0 {
 		ru := run[0]
-		err := s.c.Prefill(ru.r, ru.r.Pending())
+		err := s.settle(s.cfg.Ops, ru)
+		if err == nil {
+			err = s.c.Prefill(ru.r, ru.r.Pending())
+		}
 		if err == nil {
 			s.cached(ru.p, len(ru.p.Tokens)/s.page*s.page)
 			err = s.c.Finish(ru.r)
@@ -616,6 +657,21 @@ func (s *sim) runSerial() error {
 	}
 	if s.c.InFlight() != 0 {
 		return fail(s.cfg.Ops, "%d transfers still in flight after Drain", s.c.InFlight())
+	}
+	return nil
+}
+
+// settle awaits a loading request's load-back (its Pending and slots are
+// final only then) and checks its arrival's match.
+func (s *sim) settle(step int, ru running) error {
+	if !ru.r.Loading() {
+		return nil
+	}
+	if err := s.c.Await(ru.r); err != nil {
+		return err
+	}
+	if err := s.checkMatch(ru.p, ru.r.CachedLen()); err != nil {
+		return &Violation{Seed: s.cfg.Seed, Step: step, Reason: "arrive (awaited): " + err.Error(), Requests: s.prompt}
 	}
 	return nil
 }
@@ -747,7 +803,7 @@ func (r *Result) InjectedText() string {
 func (r *Result) Report(w io.Writer) {
 	fmt.Fprintf(w, "ops %d: %d arrivals, %d finished, %d aborted, %d failed as the faults allow; %d checks passed\n",
 		r.Ops, r.Arrivals, r.Finished, r.Aborted, r.Tolerated, r.Checks)
-	fmt.Fprintf(w, "page %d, write policy %s\n", r.PageSize, r.WritePolicy)
+	fmt.Fprintf(w, "page %d, write policy %s, load-backs in flight across calls %v\n", r.PageSize, r.WritePolicy, r.AsyncLoadBack)
 	fmt.Fprintf(w, "faults injected: %s\n", r.InjectedText())
 	st := r.Stats
 	fmt.Fprintf(w, "controller: %d matched tokens, %d computed, %d evicted nodes, %d backups (%d failed), %d load-backs (%d failed), %d canary slots checked, %d mismatches\n",
@@ -836,10 +892,19 @@ func (s *sim) worker(rng *rand.Rand, ops int, counts *sync.Mutex) error {
 			continue
 		}
 		bump(func() { s.res.Arrivals++ })
-		if err := s.checkMatch(p, r.CachedLen()); err != nil {
-			return fmt.Errorf("arrive: %w", err)
-		}
 		var lerr error
+		if r.Loading() {
+			if rng.IntN(3) == 0 {
+				lerr = s.c.Abort(r) // in the middle of its load-back
+			} else {
+				lerr = s.c.Await(r)
+			}
+		}
+		if lerr == nil && !r.Done() {
+			if err := s.checkMatch(p, r.CachedLen()); err != nil {
+				return fmt.Errorf("arrive: %w", err)
+			}
+		}
 		for lerr == nil && !r.Done() && done < ops {
 			done++
 			bump(func() { s.res.Ops++ })
