@@ -102,17 +102,17 @@ type Config struct {
 
 // Result is what a run did.
 type Result struct {
-	Ops         int
-	Arrivals    int
-	Finished    int
-	Aborted     int
-	Tolerated   int              // lifecycle calls that failed as the faults allow (the request was aborted)
-	Injected    map[string]int64 // faults injected, per kind
-	Checks      int              // post-step checks passed
+	Ops           int
+	Arrivals      int
+	Finished      int
+	Aborted       int
+	Tolerated     int              // lifecycle calls that failed as the faults allow (the request was aborted)
+	Injected      map[string]int64 // faults injected, per kind
+	Checks        int              // post-step checks passed
 	PageSize      int
 	WritePolicy   string
 	AsyncLoadBack bool // load-backs stayed in flight across calls
-	Stats       native.Stats
+	Stats         native.Stats
 }
 
 // Violation is a broken invariant: the step it happened at and why.
