@@ -14,7 +14,7 @@ import (
 // TestSimulate_SameSeedSameOutput: two runs of one seed print the same
 // bytes; every set runs and no violation is found.
 func TestSimulate_SameSeedSameOutput(t *testing.T) {
-	args := []string{"simulate", "--seed", "9", "--ops", "3000", "--engine", "inprocess"}
+	args := []string{"simulate", "--seed", "9", "--ops", "3000", "--engine", "inprocess", "--faults", "exhaust,pool,delay,transfer,host-full,write-through,garbage"}
 	code, a, errOut := cli(t, args...)
 	require.Equal(t, 0, code, errOut)
 	_, b, _ := cli(t, args...)
