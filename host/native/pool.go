@@ -607,14 +607,21 @@ func NewPagedMemPool(capacity, slotBytes, pageSize int) (*MemPool, error) {
 type MmapPool struct{ slotPool }
 
 // NewMmapPool maps capacity*slotBytes bytes of host memory (slotBytes ≥
-// 1) and returns a pool over it.
+// 1) and returns a pool over it (NewPagedMmapPool with pages of 1).
 // Errors: ErrInvalidArgument, ErrMmapUnavailable (the platform has no
 // mmap or the call failed; fall back to NewMemPool).
 func NewMmapPool(capacity, slotBytes int) (*MmapPool, error) {
+	return NewPagedMmapPool(capacity, slotBytes, 1)
+}
+
+// NewPagedMmapPool is NewMmapPool with pages of pageSize slots (see
+// PagedPool and NewPagedMemPool).
+// Errors: ErrInvalidArgument, ErrMmapUnavailable.
+func NewPagedMmapPool(capacity, slotBytes, pageSize int) (*MmapPool, error) {
 	if slotBytes < 1 || capacity < 1 {
 		return nil, fmt.Errorf("%w: mmap pool needs at least one slot of at least one byte (got %d slots of %d bytes)", ErrInvalidArgument, capacity, slotBytes)
 	}
-	sp, err := newSlotPool("mmap pool", capacity, slotBytes, 1)
+	sp, err := newSlotPool("mmap pool", capacity, slotBytes, pageSize)
 	if err != nil {
 		return nil, err
 	}

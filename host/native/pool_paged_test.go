@@ -197,3 +197,20 @@ func TestController_ArriveReusing(t *testing.T) {
 	require.NoError(t, c.Abort(r2))
 	require.NoError(t, c.Audit())
 }
+
+func TestPagedMmapPool(t *testing.T) {
+	p, err := NewPagedMmapPool(64, 16, 16)
+	if err != nil {
+		require.ErrorIs(t, err, ErrMmapUnavailable)
+		t.Skipf("mmap unavailable here: %v", err)
+	}
+	defer p.Close()
+	s, err := p.AllocPages(nil, 2)
+	require.NoError(t, err)
+	require.Equal(t, 2, p.AvailablePages())
+	require.NoError(t, p.Write(s[17], []byte("x")))
+	require.NoError(t, p.FreePages(s[16:]))
+	require.ErrorIs(t, p.FreePages(s[16:]), ErrSlotNotAllocated)
+	require.NoError(t, p.Free(s[:16]))
+	require.Equal(t, 4, p.AvailablePages())
+}

@@ -46,6 +46,7 @@ func TestController_TransferWorkload(t *testing.T) {
 		{"write-back", &[3]int{40, 30, 6}, core.WriteBack},
 	}
 	loading, aborted := map[string]int{}, map[string]int{}
+	reordered := map[string]uint64{}
 	defer func() {
 		if t.Failed() || steps < 250 {
 			return
@@ -55,8 +56,9 @@ func TestController_TransferWorkload(t *testing.T) {
 		for _, tr := range tiers[1:] {
 			require.NotZero(t, loading[tr.name], tr.name)
 			require.NotZero(t, aborted[tr.name], tr.name)
+			require.NotZero(t, reordered[tr.name], "%s: batches completed out of order", tr.name)
 		}
-		t.Logf("loading arrivals %v, aborted while loading %v", loading, aborted)
+		t.Logf("loading arrivals %v, aborted while loading %v, completed out of order %v", loading, aborted, reordered)
 	}()
 	for si, set := range native.HybridTestSets() {
 		for ti, tr := range tiers {
@@ -89,6 +91,9 @@ func TestController_TransferWorkload(t *testing.T) {
 							if tr.host != nil && steps == 250 {
 								require.NotZero(t, st.Backups, "%+v", st)
 								require.NotZero(t, xs.Completed)
+								if mode.cfg.MaxDelay > 0 || mode.cfg.Async {
+									reordered[tr.name] += xs.Reordered
+								}
 								if tr.wp == core.WriteThrough {
 									// (Write-back's backups are demotions, which wait.)
 									require.NotZero(t, st.TransfersQueued, "batches stayed in flight across calls")

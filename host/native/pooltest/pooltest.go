@@ -36,6 +36,9 @@ type Config struct {
 // Stats counts what a Transport did.
 type Stats struct {
 	Started, Completed, Failed, Refused uint64
+	// Reordered counts batches that finished while a batch started
+	// before them was still pending.
+	Reordered uint64
 	// Slots is the number of slot copies of the completed batches.
 	Slots uint64
 }
@@ -167,6 +170,9 @@ func (t *Transport) finish(c *completion) {
 		return
 	}
 	c.finished = true
+	if len(t.pending) > 0 && t.pending[0] != c {
+		t.stats.Reordered++ // pending is in start order
+	}
 	b := c.b
 	// The copy itself goes to the inner pools: the guard is for the host.
 	var err error
