@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test race bench check binaries-check fuzz demo
+.PHONY: test race bench check binaries-check fuzz fuzz-abi simulate soak demo
 
 test:
 	$(GO) test ./...
@@ -35,9 +35,32 @@ fuzz:
 	$(GO) test ./core -run '^$$' -fuzz '^FuzzHybridOps$$' -fuzztime 20s -fuzzminimizetime 5s
 	$(GO) test ./events -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 20s -fuzzminimizetime 5s
 	$(GO) test ./router -run '^$$' -fuzz '^FuzzRestoreBody$$' -fuzztime 20s -fuzzminimizetime 5s
+	$(GO) test ./wasmmod -run '^$$' -fuzz '^FuzzModuleCall$$' -fuzztime 20s -fuzzminimizetime 5s
+
+# fuzz-abi drives long-lived radixkv.wasm instances with CALLS random and
+# mutated calls (split over WORKERS instances, one per CPU by default),
+# checking every answer against abi/SPEC.md and the in-process dispatcher
+# (internal/abifuzz). make fuzz-abi CALLS=10000000 runs 10^7 calls.
+CALLS ?= 1000000
+WORKERS ?= 0
+SEED ?= 1
+fuzz-abi:
+	$(GO) test ./internal/abifuzz -run '^TestABIFuzz$$' -count=1 -v -timeout 0 \
+		-abifuzz.calls=$(CALLS) -abifuzz.workers=$(WORKERS) -abifuzz.seed=$(SEED)
 
 demo:
 	$(GO) run ./cmd/radixkv replay
+
+# simulate runs the deterministic simulator with every fault on every
+# component set and engine (OPS steps each); soak keeps running new seeds
+# until DURATION has passed (make soak DURATION=2h), stopping at the first
+# violation with its shrunk reproduction.
+OPS ?= 100000
+DURATION ?= 10m
+simulate:
+	$(GO) run ./cmd/radixkv simulate --seed $(SEED) --ops $(OPS) --faults all --engine all --components all
+soak:
+	$(GO) run ./cmd/radixkv simulate --seed $(SEED) --ops $(OPS) --faults all --engine direct --components all --duration $(DURATION)
 
 # wasm rebuilds the committed WebAssembly module. The flags make the build
 # reproducible for a given Go version; wasm-check rebuilds into a

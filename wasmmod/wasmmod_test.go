@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -42,10 +43,18 @@ type guest struct {
 }
 
 // shared compiles the module once for all tests (compiling 3 MB of
-// WebAssembly dominates the package's run time).
+// WebAssembly dominates the package's run time), through an on-disk
+// compilation cache so that later test processes, and every worker
+// process of go test -fuzz, load the compiled code instead.
 var shared = sync.OnceValues(func() (wazero.CompiledModule, error) {
 	ctx := context.Background()
-	rt = wazero.NewRuntime(ctx)
+	cfg := wazero.NewRuntimeConfig()
+	if dir, err := os.UserCacheDir(); err == nil {
+		if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(dir, "radixkv", "wazero-test")); err == nil {
+			cfg = cfg.WithCompilationCache(cache)
+		}
+	}
+	rt = wazero.NewRuntimeWithConfig(ctx, cfg)
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 	return rt.CompileModule(ctx, wasmmod.Module)
 })
@@ -53,7 +62,7 @@ var shared = sync.OnceValues(func() (wazero.CompiledModule, error) {
 var rt wazero.Runtime
 
 // instantiate gives each test its own, anonymous instance of the module.
-func instantiate(t *testing.T) *guest {
+func instantiate(t testing.TB) *guest {
 	ctx := context.Background()
 	compiled, err := shared()
 	require.NoError(t, err)
@@ -72,7 +81,7 @@ func instantiate(t *testing.T) *guest {
 
 // roundTrip copies req into a guest buffer, calls, and copies the
 // response out, checking every memory access.
-func (g *guest) roundTrip(t *testing.T, req []byte) []byte {
+func (g *guest) roundTrip(t testing.TB, req []byte) []byte {
 	ctx := context.Background()
 	res, err := g.alloc.Call(ctx, uint64(len(req)))
 	require.NoError(t, err)

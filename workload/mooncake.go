@@ -37,6 +37,10 @@ type Request struct {
 // an invalid trace line or an inconsistent input_length and hash_ids.
 var ErrMalformedTrace = errors.New("workload: malformed trace")
 
+// ErrTooLarge is matched by the [*TraceError] of a line that claims more
+// tokens than the reader's [MooncakeReader.Limit] allows.
+var ErrTooLarge = errors.New("more than the run can hold")
+
 // TraceError reports an invalid line of a trace. It matches
 // [ErrMalformedTrace].
 type TraceError struct {
@@ -147,6 +151,30 @@ type MooncakeReader struct {
 	line int
 	buf  []byte // the current line when it outgrows br's buffer
 	err  error  // sticky: io.EOF or the first error
+
+	maxTokens   int64 // per request; 0: no limit
+	totalTokens int64 // over the whole trace; 0: no limit
+	total       int64 // tokens returned so far
+}
+
+// Limit bounds what the reader expands, so that a line claiming more than
+// a run can hold fails before its tokens are allocated: perRequest bounds
+// each request's input_length (a line longer than such a request's
+// hash_ids could be is refused before it is parsed), total the input
+// tokens of the whole trace. 0 means no limit. The errors are
+// [*TraceError]s naming the line and the field.
+func (m *MooncakeReader) Limit(perRequest, total int64) {
+	m.maxTokens, m.totalTokens = max(perRequest, 0), max(total, 0)
+}
+
+// maxLineBytes is the longest line a request of m.maxTokens tokens can
+// take: its hash_ids (at most 21 bytes each with the separator) and
+// generous room for the other fields and spacing.
+func (m *MooncakeReader) maxLineBytes() int64 {
+	if m.maxTokens == 0 {
+		return 0
+	}
+	return 4096 + 24*(m.maxTokens/BlockTokens+1)
 }
 
 // NewMooncakeReader returns a reader of the trace in r; name identifies the
@@ -206,6 +234,11 @@ func (m *MooncakeReader) readLine() ([]byte, error) {
 			return m.buf, nil
 		case bufio.ErrBufferFull:
 			m.buf = append(m.buf, chunk...)
+			if lim := m.maxLineBytes(); lim > 0 && int64(len(m.buf)) > lim {
+				m.line++
+				return nil, &TraceError{Name: m.name, Line: m.line, Err: fmt.Errorf(
+					"line longer than %d bytes: %w: the hash_ids of a request of at most %d tokens take less", lim, ErrTooLarge, m.maxTokens)}
+			}
 		case io.EOF:
 			m.buf = append(m.buf, chunk...)
 			if len(m.buf) == 0 {
@@ -244,6 +277,12 @@ func (m *MooncakeReader) parse(line []byte) (Request, error) {
 	if l.HashIDs == nil {
 		return Request{}, fmt.Errorf("missing field %q", "hash_ids")
 	}
+	if m.maxTokens > 0 && *l.InputLength > m.maxTokens {
+		return Request{}, fmt.Errorf("input_length %d: %w: a request may have at most %d tokens", *l.InputLength, ErrTooLarge, m.maxTokens)
+	}
+	if m.totalTokens > 0 && m.total+*l.InputLength > m.totalTokens {
+		return Request{}, fmt.Errorf("input_length %d: %w: the trace's requests up to here hold %d tokens, past the %d it can keep in memory", *l.InputLength, ErrTooLarge, m.total+*l.InputLength, m.totalTokens)
+	}
 	in := int(*l.InputLength)
 	var tokens []uint32
 	if in > 0 {
@@ -253,6 +292,7 @@ func (m *MooncakeReader) parse(line []byte) (Request, error) {
 	if err != nil {
 		return Request{}, err
 	}
+	m.total += int64(in)
 	return Request{
 		Timestamp:    *l.Timestamp,
 		InputLength:  in,

@@ -114,7 +114,7 @@ func replayBlocks(s *settings, l *loaded) (*report, error) {
 		// A speculative match and a replay clone are not ABI ops.
 		engine, note = "direct", "marconi runs on core/blockcache in process; --engine does not apply"
 	} else {
-		eng, err := newEngine(s.engine, core.Config{PageSize: s.pageSize})
+		eng, err := newEngine(s.engine, core.Config{PageSize: s.pageSize}, s.wasmCache)
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/radixkv/radixkv/core"
@@ -11,13 +14,60 @@ import (
 // engineNames lists the values --engine accepts.
 var engineNames = []string{"wasm", "inprocess", "direct"}
 
-// newEngine builds the named engine over a tree configured by cfg.
-func newEngine(name string, cfg core.Config) (native.Engine, error) {
+// wasmCacheOff is the --wasm-cache value that turns the on-disk
+// compilation cache off.
+const wasmCacheOff = "off"
+
+// defaultWasmCache is the compilation cache directory under the user's
+// cache directory ($XDG_CACHE_HOME or ~/.cache on Linux), or "" when the
+// system names none.
+func defaultWasmCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "radixkv", "wazero")
+}
+
+// wasmRuntime returns the runtime the wasm engine runs in: one whose
+// compiled code lives in cacheDir (so the second run skips the compile,
+// which dominates the start), or the process-wide in-memory one when the
+// cache is off. The caller closes a returned runtime when it is not the
+// shared one (close says so).
+func wasmRuntime(cacheDir string) (rt *native.WasmRuntime, close bool, err error) {
+	if cacheDir == "" || cacheDir == wasmCacheOff {
+		rt, err := native.SharedWasmRuntime()
+		return rt, false, err
+	}
+	rt, err = native.NewWasmRuntime(context.Background(), native.WasmRuntimeConfig{CacheDir: cacheDir})
+	if err != nil {
+		return nil, false, fmt.Errorf("--wasm-cache %s: %w (--wasm-cache=off runs without it)", cacheDir, err)
+	}
+	return rt, true, nil
+}
+
+// newEngine builds the named engine over a tree configured by cfg; the
+// wasm engine keeps its compiled code in cacheDir (see wasmRuntime).
+func newEngine(name string, cfg core.Config, cacheDir string) (native.Engine, error) {
 	switch name {
 	case "direct":
 		return native.NewDirectEngine(cfg)
 	case "wasm":
-		return native.NewWasmEngine(cfg)
+		rt, owned, err := wasmRuntime(cacheDir)
+		if err != nil {
+			return nil, err
+		}
+		e, err := native.NewWasmEngineWith(context.Background(), cfg, native.WasmOptions{Runtime: rt})
+		if err != nil {
+			if owned {
+				_ = rt.Close(context.Background())
+			}
+			return nil, err
+		}
+		if owned {
+			return &runtimeEngine{Engine: e, rt: rt}, nil
+		}
+		return e, nil
 	case "inprocess":
 		return native.NewInProcessEngine(cfg)
 	}
@@ -49,4 +99,18 @@ func (e *timedEngine) Evict(c core.Component, want int, dst []core.Action) ([]co
 	acts, n, err := e.Engine.Evict(c, want, dst)
 	e.evict.add(time.Since(t0))
 	return acts, n, err
+}
+
+// runtimeEngine is a wasm engine that owns its runtime: Close closes both.
+type runtimeEngine struct {
+	native.Engine
+	rt *native.WasmRuntime
+}
+
+func (e *runtimeEngine) Close() error {
+	err := e.Engine.Close()
+	if cerr := e.rt.Close(context.Background()); err == nil {
+		err = cerr
+	}
+	return err
 }

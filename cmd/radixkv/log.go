@@ -1,11 +1,11 @@
 package main
 
-// The command log format, version 1.
+// The command log format, version 2.
 //
 // A log is UTF-8 text, one record per line, fields separated by single
 // spaces. Lines starting with '#' are comments. The first line is
 //
-//	radixkv-log 1
+//	radixkv-log 2
 //
 // then zero or more settings, each "set NAME VALUE", where NAME is a replay
 // flag (engine, components, page-size, capacity, host-capacity, policy,
@@ -14,7 +14,7 @@ package main
 // VALUE its value as replay would take it, or "set source QUOTED" with a Go-quoted description of where
 // the requests came from. Then one line per request, in replay order:
 //
-//	req TIMESTAMP OUTPUT_LENGTH INPUT_LENGTH REF SHARED TOKENS NAMESPACE
+//	req TIMESTAMP OUTPUT_LENGTH INPUT_LENGTH REF SHARED CHECK TOKENS NAMESPACE
 //
 // TIMESTAMP is the arrival time in ms, OUTPUT_LENGTH the tokens the request
 // decodes, INPUT_LENGTH its prompt length. The prompt is the first SHARED
@@ -24,11 +24,19 @@ package main
 // (standard alphabet, padded), or "-" when there are none. NAMESPACE is the
 // Go-quoted tenant ("" for none) and is the last field, so it may hold
 // spaces. The recorder shares whole 512-token blocks, which keeps logs of
-// prefix-heavy workloads small. The last line is
+// prefix-heavy workloads small. CHECK is the CRC-32C of the line's other
+// fields as written (TIMESTAMP through NAMESPACE, single spaces, without
+// CHECK), 8 lowercase hex digits: a changed character fails on its line.
+// The last line is
 //
-//	end REQUESTS INPUT_TOKENS
+//	end REQUESTS INPUT_TOKENS CRC
 //
-// whose totals guard against a truncated file.
+// whose totals guard against a truncated file, and CRC, the CRC-32C (8 hex
+// digits) of every byte before the end line, against any other change.
+//
+// Version 1 logs (no CHECK field, no CRC) are still read. Every claimed size
+// is checked before memory is allocated: INPUT_LENGTH against the tokens the
+// line holds, the device pool the run has and the memory the machine has.
 
 import (
 	"bufio"
@@ -36,6 +44,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"slices"
@@ -46,7 +55,16 @@ import (
 	"github.com/radixkv/radixkv/workload"
 )
 
-const logMagic = "radixkv-log 1"
+const (
+	logMagic   = "radixkv-log 2"
+	logMagicV1 = "radixkv-log 1"
+)
+
+// crcTable is the CRC-32C (Castagnoli) table of the log checksums.
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// reqFieldNames name the numeric fields of a req line in messages.
+var reqFieldNames = [5]string{"timestamp", "output_length", "input_length", "ref", "shared"}
 
 // logBlock is the granularity at which the recorder shares prefixes.
 const logBlock = 512
@@ -135,7 +153,8 @@ func (s *settings) setSetting(name, value string) error {
 
 // writeLog writes l with the settings of s in the log format.
 func writeLog(w io.Writer, s *settings, l *loaded) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
+	crc := crc32.New(crcTable)
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
 	fmt.Fprintln(bw, logMagic)
 	fmt.Fprintln(bw, "# radixkv command log: replay it with `radixkv replay --log FILE`")
 	names := loggedSettings
@@ -188,11 +207,26 @@ func writeLog(w io.Writer, s *settings, l *loaded) error {
 			}
 			tok = base64.StdEncoding.EncodeToString(raw)
 		}
-		fmt.Fprintf(bw, "req %d %d %d %d %d %s %s\n", r.Timestamp, r.OutputLength, len(r.Tokens), ref, shared, tok, strconv.Quote(r.Namespace))
+		head := fmt.Sprintf("%d %d %d %d %d", r.Timestamp, r.OutputLength, len(r.Tokens), ref, shared)
+		ns := strconv.Quote(r.Namespace)
+		fmt.Fprintf(bw, "req %s %08x %s %s\n", head, lineCheck(head, tok, ns), tok, ns)
 		total += int64(len(r.Tokens))
 	}
-	fmt.Fprintf(bw, "end %d %d\n", len(l.reqs), total)
-	return bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "end %d %d %08x\n", len(l.reqs), total, crc.Sum32())
+	return err
+}
+
+// lineCheck is the CHECK field of a req line: the CRC-32C of its other
+// fields joined by single spaces.
+func lineCheck(head, tokens, namespace string) uint32 {
+	c := crc32.Update(0, crcTable, []byte(head))
+	c = crc32.Update(c, crcTable, []byte{' '})
+	c = crc32.Update(c, crcTable, []byte(tokens))
+	c = crc32.Update(c, crcTable, []byte{' '})
+	return crc32.Update(c, crcTable, []byte(namespace))
 }
 
 // registerPrefixes records every whole-block prefix of tokens not seen yet
@@ -240,8 +274,11 @@ func (s *settings) readLog(r io.Reader, path string) (*loaded, error) {
 	l := &loaded{}
 	line := 0
 	ended := false
+	version := 2
 	var total int64
 	var raw []byte
+	budget := tokenBudget()
+	crc := crc32.New(crcTable)
 	for {
 		text, err := br.ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -251,10 +288,17 @@ func (s *settings) readLog(r io.Reader, path string) (*loaded, error) {
 			break
 		}
 		line++
+		if !strings.HasPrefix(text, "end ") && !ended {
+			crc.Write([]byte(text))
+		}
 		text = strings.TrimSuffix(strings.TrimSuffix(text, "\n"), "\r")
 		switch {
 		case line == 1:
-			if text != logMagic {
+			switch text {
+			case logMagic:
+			case logMagicV1:
+				version = 1
+			default:
 				return nil, logError(path, line, "not a radixkv command log (want first line %q)", logMagic)
 			}
 		case ended:
@@ -279,26 +323,66 @@ func (s *settings) readLog(r io.Reader, path string) (*loaded, error) {
 			if err := s.setSetting(name, value); err != nil {
 				return nil, logError(path, line, "set %s %s: %v", name, value, err)
 			}
+			if name == "capacity" {
+				s.capacitySet = fmt.Sprintf("log %s:%d: set capacity", path, line)
+				if err := s.checkCapacitySet(); err != nil {
+					return nil, err
+				}
+				if !s.sweeping {
+					s.requestLimit = int64(s.capacity)
+				}
+			}
 		case strings.HasPrefix(text, "req "):
-			f := strings.SplitN(text[4:], " ", 7)
-			if len(f) != 7 {
-				return nil, logError(path, line, "req line has %d fields, want 7", len(f))
+			want := 8
+			if version == 1 {
+				want = 7
+			}
+			f := strings.SplitN(text[4:], " ", want)
+			if len(f) != want {
+				return nil, logError(path, line, "req line has %d fields, want %d", len(f), want)
+			}
+			if version == 2 {
+				check := f[5]
+				f = append(f[:5:5], f[6:]...)
+				c, err := strconv.ParseUint(check, 16, 32)
+				if err != nil || len(check) != 8 {
+					return nil, logError(path, line, "check %q: want 8 hex digits", check)
+				}
+				if got := lineCheck(strings.Join(f[:5], " "), f[5], f[6]); uint32(c) != got {
+					return nil, logError(path, line, "check %s: the line's fields give %08x; the line was changed after it was recorded", check, got)
+				}
 			}
 			var n [5]int64
 			for i := range n {
 				if n[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
-					return nil, logError(path, line, "field %d: %v", i+1, err)
+					return nil, logError(path, line, "%s %q: %v", reqFieldNames[i], f[i], errors.Unwrap(err))
 				}
 			}
 			ts, out, inLen, ref, shared := n[0], n[1], n[2], n[3], n[4]
 			k := len(l.reqs)
+			// The tokens after the shared prefix must all be on the line:
+			// check the claimed sizes before anything is allocated.
+			onLine := int64(0)
+			if f[5] != "-" {
+				onLine = int64(base64.StdEncoding.DecodedLen(len(f[5])) / 4)
+			}
 			switch {
-			case out < 0 || inLen < 0 || ts < 0:
-				return nil, logError(path, line, "negative timestamp or length")
+			case ts < 0:
+				return nil, logError(path, line, "timestamp %d is negative", ts)
+			case out < 0 || out > 1<<31-1:
+				return nil, logError(path, line, "output_length %d out of range [0, 2^31-1]", out)
+			case inLen < 0:
+				return nil, logError(path, line, "input_length %d is negative", inLen)
 			case shared < 0 || shared > inLen:
-				return nil, logError(path, line, "shared prefix %d outside [0, %d]", shared, inLen)
+				return nil, logError(path, line, "shared %d outside [0, input_length %d]", shared, inLen)
 			case shared > 0 && (ref < 0 || ref >= int64(k) || shared > int64(len(l.reqs[ref].Tokens))):
-				return nil, logError(path, line, "shared prefix of %d tokens from request %d, which does not precede request %d or is shorter", shared, ref, k)
+				return nil, logError(path, line, "shared prefix of %d tokens from ref %d, which does not precede request %d or is shorter", shared, ref, k)
+			case inLen-shared > onLine:
+				return nil, logError(path, line, "input_length %d: %d tokens after the shared %d, but the tokens field holds at most %d", inLen, inLen-shared, shared, onLine)
+			case s.requestLimit > 0 && inLen > s.requestLimit:
+				return nil, logError(path, line, "input_length %d: more than the %d-token device pool (%s) holds, so no replay of it can run; give a larger --capacity", inLen, s.requestLimit, s.capFlag())
+			case total+inLen > budget:
+				return nil, logError(path, line, "input_length %d: the log's requests up to here hold %d tokens, past the %d this machine's memory can keep", inLen, total+inLen, budget)
 			}
 			tokens := make([]uint32, shared, inLen)
 			if shared > 0 {
@@ -328,11 +412,20 @@ func (s *settings) readLog(r io.Reader, path string) (*loaded, error) {
 			total += inLen
 		case strings.HasPrefix(text, "end "):
 			var reqs, toks int64
-			if _, err := fmt.Sscanf(text, "end %d %d", &reqs, &toks); err != nil {
+			var sum uint32
+			if version == 1 {
+				_, err = fmt.Sscanf(text, "end %d %d", &reqs, &toks)
+			} else {
+				_, err = fmt.Sscanf(text, "end %d %d %08x", &reqs, &toks, &sum)
+			}
+			if err != nil {
 				return nil, logError(path, line, "end line: %v", err)
 			}
 			if reqs != int64(len(l.reqs)) || toks != total {
 				return nil, logError(path, line, "end line promises %d requests and %d tokens, the log holds %d and %d", reqs, toks, len(l.reqs), total)
+			}
+			if version == 2 && sum != crc.Sum32() {
+				return nil, logError(path, line, "end line: checksum %08x, but the lines before it give %08x; the log was changed after it was recorded", sum, crc.Sum32())
 			}
 			ended = true
 		default:

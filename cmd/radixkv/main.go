@@ -79,6 +79,13 @@
 // request larger than the device pool. An unknown flag prints the usage and
 // exits with status 2; other failures exit with status 1.
 //
+// The wasm engine keeps the module's compiled code in wazero's compilation
+// cache under the user's cache directory (--wasm-cache, default
+// $XDG_CACHE_HOME/radixkv/wazero or ~/.cache/radixkv/wazero), so only the
+// first run pays for compiling it; --wasm-cache=off compiles in memory every
+// run. The report's time line says how long after the start the first
+// request ran (startup_seconds in JSON).
+//
 // --json prints one JSON object instead of the text report; its top-level
 // hit_rate is all matched tokens (device and host) over all input tokens,
 // and with a host tier a host_tier object holds the tier's counters.
@@ -102,6 +109,16 @@
 // internal/coresim, the core-only replay loop, which makes the same tree
 // calls in the same order as the controller and so gives the same hit rate
 // to the token (the tests check this), without pools or engine transport.
+//
+// A column offline* shows the offline bound (Belady's rule, knowing the
+// future; --offline=false skips it).
+//
+// --service-rate TOKENS/S (sweep and replay) models a scheduler queue: a
+// FIFO server prefilling that many input tokens per second, fed at the
+// workload's timestamps, protects the prefixes of the requests waiting in
+// its queue (core.Tree.Protect). sweep adds a policy+q column per policy and
+// replay a "with queue protection" line: reported apart, since it uses
+// knowledge of the queue that a plain policy does not have.
 //
 // # router
 //
@@ -131,15 +148,20 @@
 // events carried. Requests occupy a worker for uncached/10 ms plus 20 ms
 // per output token (a timing model: workers do not queue). --json prints
 // {"strategies": {"prefix_aware": {"hit_rate": ...}, ...}, ...}.
-// A column offline* shows the offline bound (Belady's rule, knowing the
-// future; --offline=false skips it).
 //
-// --service-rate TOKENS/S (sweep and replay) models a scheduler queue: a
-// FIFO server prefilling that many input tokens per second, fed at the
-// workload's timestamps, protects the prefixes of the requests waiting in
-// its queue (core.Tree.Protect). sweep adds a policy+q column per policy and
-// replay a "with queue protection" line: reported apart, since it uses
-// knowledge of the queue that a plain policy does not have.
+// # simulate
+//
+// simulate runs internal/simulate, a deterministic simulation of a serving
+// host: a seeded scheduler interleaves request lifecycles through the
+// controller on a host-tier tree of each component set (--components, all by
+// default) and engine (--engine) while the faults of --faults go wrong, and
+// checks the controller's audit, the transfer guard, the KV canary and a
+// model of what may be cached after every step. Its standard output depends
+// only on the flags (timings go to stderr). On a violation it prints the
+// seed, the step and a shrunk reproduction, writes the failing run's requests
+// as a command log (--repro-log) and exits with status 1. --duration keeps
+// running new seeds (make soak); --concurrent runs real goroutines instead
+// (not reproducible; for the race detector).
 package main
 
 import (
@@ -148,7 +170,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
+
+// processStart is when the process started, as near as Go lets a
+// program see it; replay reports the time from here to its first request.
+var processStart = time.Now()
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -179,6 +206,8 @@ commands:
            (--nats URL) or ZMQ publishers, answer route queries over HTTP
   cluster-sim  N workers + router on an embedded NATS server (loopback):
            hit rate and load spread per routing strategy
+  simulate a deterministic simulation of a serving host with fault
+           injection, checked after every step
 
 Run "radixkv <command> -h" for the flags of a command.
 `
@@ -205,6 +234,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runRouter(args[1:], stdout, stderr)
 	case "cluster-sim":
 		err = runClusterSim(args[1:], stdout, stderr)
+	case "simulate":
+		err = runSimulate(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, topUsage)
 		return exitOK

@@ -39,7 +39,7 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 func availableEngines(t *testing.T) []string {
 	var out []string
 	for _, name := range engineNames {
-		eng, err := newEngine(name, core.Config{PageSize: 16})
+		eng, err := newEngine(name, core.Config{PageSize: 16}, t.TempDir())
 		require.NoError(t, err)
 		require.NoError(t, eng.Close())
 		out = append(out, name)
@@ -207,8 +207,10 @@ func TestReplay_CapacityTooSmall(t *testing.T) {
 	code, out, errOut = cli(t, "replay", "--engine", "direct", "--trace", p, "--capacity", "1000")
 	require.Equal(t, 1, code)
 	require.Empty(t, out)
-	require.Contains(t, errOut, "request 1 (")
-	require.Contains(t, errOut, "t.jsonl:2) needs 2000 KV slots")
+	// Refused on its line, before its tokens are expanded.
+	require.Contains(t, errOut, "capacity too small: workload: "+p+":2: input_length 2000: ")
+	require.Contains(t, errOut, "at most 1000 tokens")
+	require.Contains(t, errOut, "--capacity")
 }
 
 func TestReplay_SettingErrors(t *testing.T) {

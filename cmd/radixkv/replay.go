@@ -96,8 +96,11 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	if err := s.checkFits(l); err != nil {
 		return nil, err
 	}
+	if err := s.checkMemory(); err != nil {
+		return nil, err
+	}
 	rep := &report{Engine: s.engine, Workload: l.source}
-	eng, err := newEngine(s.engine, cfg)
+	eng, err := newEngine(s.engine, cfg, s.wasmCache)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +141,7 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	var ops int64
 	var outBuf []uint32
 	start := time.Now()
+	rep.Throughput.StartupSeconds = start.Sub(processStart).Seconds()
 	for k := range l.reqs {
 		req := &l.reqs[k]
 		t0 := time.Now()

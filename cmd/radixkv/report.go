@@ -96,6 +96,10 @@ type report struct {
 		Ops          int64   `json:"ops"`
 		OpsPerSec    float64 `json:"ops_per_sec"`
 		TokensPerSec float64 `json:"tokens_per_sec"`
+		// StartupSeconds runs from the process start to the first
+		// request: loading the workload, compiling or loading the
+		// module, creating the pools.
+		StartupSeconds float64 `json:"startup_seconds"`
 	} `json:"throughput"`
 	Latency map[string]latencySummary `json:"latency_ns"`
 }
@@ -294,7 +298,7 @@ func (r *report) writeText(w io.Writer) error {
 	}
 	p("")
 	t := &r.Throughput
-	p("time\t%.3fs", t.Seconds)
+	p("time\t%.3fs\t(first request %.0f ms after the start)", t.Seconds, 1000*t.StartupSeconds)
 	p("throughput\t%s ops/s, %s tokens/s\t(%s controller calls)", count(int64(t.OpsPerSec)), count(int64(t.TokensPerSec)), count(t.Ops))
 	if len(r.Latency) > 0 {
 		p("")

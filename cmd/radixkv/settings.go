@@ -39,6 +39,7 @@ type settings struct {
 	writePolicy   string
 	canary        bool
 	outputTokens  bool
+	wasmCache     string // compilation cache directory; "off" or "": none
 
 	// Hybrid models (--components with swa and/or mamba).
 	swaWindow     int
@@ -59,6 +60,43 @@ type settings struct {
 	gpu gpuFlags // replay --pools
 
 	explicit map[string]bool // flags given on the command line
+	// capacitySet is where a capacity was given explicitly (on the
+	// command line or by a log's set line): 0 there is refused, not
+	// taken for the default.
+	capacitySet string
+	// requestLimit bounds a request's input tokens while a workload is
+	// read (the device pool's size, known before reading or from a log's
+	// set line), so a file claiming more fails before its tokens are
+	// allocated; 0: none yet.
+	requestLimit int64
+	sweeping     bool // sweep: a log's capacity does not bound its requests
+	// capacityFlag names the flag that sets the device capacity in
+	// messages: --capacity, or --capacities for sweep.
+	capacityFlag string
+}
+
+// checkCapacitySet refuses a capacity given explicitly as 0 (or out of
+// range) instead of taking it for the default.
+func (s *settings) checkCapacitySet() error {
+	if s.capacitySet == "" {
+		return nil
+	}
+	if s.capacity == 0 {
+		return fmt.Errorf("%s 0: the device pool needs at least one slot (leave --capacity out for the default: %d tokens for the built-in workload, %d for traces)",
+			s.capacitySet, defaultGenCapacity, defaultTraceCapacity)
+	}
+	if s.capacity < 0 || int64(s.capacity) > 1<<31-1 {
+		return fmt.Errorf("%s %d out of range [1, 2^31-1]", s.capacitySet, s.capacity)
+	}
+	return nil
+}
+
+// capFlag is the device capacity's flag name for messages.
+func (s *settings) capFlag() string {
+	if s.capacityFlag == "" {
+		return "--capacity"
+	}
+	return s.capacityFlag
 }
 
 // newFlagSet returns a flag set that reports errors (with usage) to stderr
@@ -99,6 +137,7 @@ func (s *settings) cacheFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.policy, "policy", "lru", "eviction policy: "+strings.Join(core.PolicyNames(), ", "))
 	fs.StringVar(&s.writePolicy, "write-policy", "write_through", "host-tier write policy: write_through (copy a prefix to the host when it is cached) or write_back (copy a leaf when it is evicted from the device); no effect without --host-capacity")
 	fs.BoolVar(&s.canary, "canary", true, "write a KV canary into every slot and verify every match against it")
+	fs.StringVar(&s.wasmCache, "wasm-cache", defaultWasmCache(), "`dir`ectory that keeps the wasm engine's compiled code, so later runs skip compiling the module; off: compile in memory every run")
 	fs.BoolVar(&s.outputTokens, "output-tokens", false, "append each request's output_length decoded tokens through Extend (deterministic ids)")
 }
 
@@ -118,6 +157,13 @@ func (s *settings) parse(fs *flag.FlagSet, args []string) error {
 	}
 	s.explicit = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { s.explicit[f.Name] = true })
+	if s.explicit["capacity"] {
+		s.capacitySet = "--capacity"
+		if err := s.checkCapacitySet(); err != nil {
+			return err
+		}
+		s.requestLimit = int64(s.capacity)
+	}
 	return nil
 }
 
@@ -180,6 +226,9 @@ func (s *settings) coreConfig() (core.Config, error) {
 	}
 	if s.capacity < 0 || int64(s.capacity) > 1<<31-1 {
 		return core.Config{}, fmt.Errorf("--capacity %d out of range [1, 2^31-1]", s.capacity)
+	}
+	if err := s.checkCapacitySet(); err != nil {
+		return core.Config{}, err
 	}
 	var wp core.WritePolicy
 	switch strings.ReplaceAll(strings.ToLower(s.writePolicy), "-", "_") {
@@ -257,7 +306,14 @@ func (s *settings) loadWorkload() (*loaded, error) {
 	case s.logFile != "":
 		return s.loadLog()
 	case s.trace != "":
-		return loadTrace(s.trace)
+		if s.requestLimit == 0 {
+			s.requestLimit = defaultTraceCapacity
+		}
+		l, err := loadTrace(s.trace, s.requestLimit)
+		if errors.Is(err, workload.ErrTooLarge) {
+			return nil, fmt.Errorf("capacity too small: %w (the device pool holds %d tokens, %s)", err, s.requestLimit, s.capFlag())
+		}
+		return l, err
 	}
 	cfg := workload.DefaultGenConfig()
 	cfg.Seed, cfg.Requests, cfg.Tenants = s.seed, s.requests, s.tenants
@@ -268,14 +324,27 @@ func (s *settings) loadWorkload() (*loaded, error) {
 	return &loaded{reqs: reqs, source: fmt.Sprintf("generated seed=%d requests=%d tenants=%d", s.seed, s.requests, s.tenants)}, nil
 }
 
-// loadTrace reads a whole Mooncake trace; an empty trace is an error.
-func loadTrace(path string) (*loaded, error) {
+// tokenBudget is how many input tokens a run keeps in memory at most: a
+// quarter of the memory available (4 bytes a token, so a sixteenth of it
+// in tokens), or 2^31 where the system does not say.
+func tokenBudget() int64 {
+	if avail, ok := availableMemory(); ok {
+		return max(int64(avail/16), 1<<20)
+	}
+	return 1 << 31
+}
+
+// loadTrace reads a whole Mooncake trace; an empty trace is an error. A
+// request over perRequest input tokens (0: no limit), or a trace past
+// tokenBudget, fails on its line before its tokens are allocated.
+func loadTrace(path string, perRequest int64) (*loaded, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	rd := workload.NewMooncakeReader(f, path)
+	rd.Limit(perRequest, tokenBudget())
 	l := &loaded{source: "trace " + path, trace: true}
 	for {
 		req, err := rd.Next()
@@ -331,8 +400,8 @@ func (s *settings) checkFits(l *loaded) error {
 			out = r.OutputLength
 		}
 		if need := len(r.Tokens) + out; need > s.capacity {
-			return fmt.Errorf("capacity too small: %s needs %d KV slots (%d input + %d output tokens) but the device pool holds %d tokens (--capacity); use --capacity %d or more",
-				l.describe(k), need, len(r.Tokens), out, s.capacity, need)
+			return fmt.Errorf("capacity too small: %s needs %d KV slots (%d input + %d output tokens) but the device pool holds %d tokens (%s); use %s %d or more",
+				l.describe(k), need, len(r.Tokens), out, s.capacity, s.capFlag(), s.capFlag(), need)
 		}
 		// Prefill gives every prompt token an SWA slot; decoding frees
 		// those that leave the window.

@@ -53,6 +53,10 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	}
 	// Defaults a log's settings may replace; sweep ignores the rest.
 	s.engine, s.components, s.policy, s.writePolicy = "direct", "full", "lru", "write_through"
+	// No request may be larger than the largest capacity swept (checked
+	// while reading, before its tokens are allocated).
+	s.requestLimit = int64(maxCapacity(capacities))
+	s.sweeping = true
 	l, err := s.loadWorkload()
 	if err != nil {
 		return err
@@ -66,7 +70,8 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, p := range pols {
 		if _, err := core.New(core.Config{PageSize: s.pageSize, Policy: p}); err != nil {
-			return fmt.Errorf("--policies: %w (known: %s)", err, strings.Join(core.PolicyNames(), ", "))
+			// core's error already lists the known policies.
+			return fmt.Errorf("--policies: %w", err)
 		}
 	}
 	if capacities == "" {
@@ -86,6 +91,7 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	if len(caps) == 0 {
 		return errors.New("--capacities: no capacity given")
 	}
+	s.capacityFlag = "--capacities"
 	for _, c := range caps {
 		s.capacity = c
 		if err := s.checkFits(l); err != nil {
@@ -230,6 +236,24 @@ const (
 	offlineLabel = "offline*"
 	offlineNote  = "* offline bound: evicts the leaf page whose next use is furthest in the future (Belady), knowing the\n  whole workload in advance; no online policy can reach it, it shows the headroom (internal/offline)"
 )
+
+// maxCapacity is the largest valid capacity in a --capacities value, or
+// the largest default when it names none (errors are reported later).
+func maxCapacity(capacities string) int {
+	most := 0
+	for _, c := range splitList(capacities) {
+		if n, err := strconv.Atoi(strings.ReplaceAll(c, "_", "")); err == nil && n > 0 && int64(n) <= 1<<31-1 {
+			most = max(most, n)
+		}
+	}
+	if most == 0 {
+		for _, c := range splitList(defaultGenCapacities + "," + defaultTraceCapacities) {
+			n, _ := strconv.Atoi(c)
+			most = max(most, n)
+		}
+	}
+	return most
+}
 
 // splitList splits a comma-separated flag value, dropping blanks.
 func splitList(v string) []string {

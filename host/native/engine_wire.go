@@ -788,3 +788,38 @@ func (e *wireEngine) Close() error {
 	e.r = abi.Response{}
 	return errors.Join(err, e.tr.close())
 }
+
+// RawCaller is implemented by the engines that speak the ABI (in-process
+// and WebAssembly). RawCall sends one encoded request to the engine's
+// guest, as another consumer of the same module instance (or dispatcher)
+// would, and returns the encoded response, valid until the next call on
+// the engine. It exists so that tests and the simulator can interleave
+// garbage calls with the engine's own: the guest must refuse them and
+// leave the engine's cache instance as it was. A request that names the
+// engine's own instance (Instance reports it) changes it like any other
+// call would; callers that mean no harm avoid that handle.
+type RawCaller interface {
+	RawCall(req []byte) ([]byte, error)
+	// Instance is the handle of the engine's own cache instance.
+	Instance() uint32
+}
+
+// RawCall implements RawCaller. A transport failure (a trap) marks the
+// engine failed, as it would on the engine's own calls.
+func (e *wireEngine) RawCall(req []byte) ([]byte, error) {
+	if e.closed {
+		return nil, ErrClosed
+	}
+	if e.failed != nil {
+		return nil, e.failed
+	}
+	out, err := e.tr.call(req)
+	if err != nil {
+		e.failed = fmt.Errorf("%w: raw call: %w", ErrGuest, err)
+		return nil, e.failed
+	}
+	return out, nil
+}
+
+// Instance implements RawCaller.
+func (e *wireEngine) Instance() uint32 { return e.handle }

@@ -1,0 +1,25 @@
+package core
+
+import "testing"
+
+// TestMismatch checks mismatch (the native or the WebAssembly version,
+// whichever this build has) on every length up to a few steps of its
+// widest loop, with the difference at every position, both ways round and
+// with the second slice longer.
+func TestMismatch(t *testing.T) {
+	for n := 0; n < 40; n++ {
+		for d := 0; d <= n; d++ {
+			a := make([]uint32, n)
+			b := make([]uint32, n+d%3)
+			if d < n {
+				b[d] = 1
+			}
+			if got := mismatch(a, b); got != d {
+				t.Fatalf("len %d, first difference at %d: mismatch(a, b) = %d", n, d, got)
+			}
+			if got := mismatch(b, a); got != d {
+				t.Fatalf("len %d, first difference at %d: mismatch(b, a) = %d", n, d, got)
+			}
+		}
+	}
+}
