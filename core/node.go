@@ -64,6 +64,7 @@ type node struct {
 	hits       int64
 	priority   int64
 	credit     int64 // gdsf: inflation at last access + hits
+	mstamp     int64 // tick when the Mamba device state was last used (marconi)
 
 	// page digests, computed lazily (hash.go): the storage chain and, in a
 	// non-default namespace, the salt-seeded event chain.
