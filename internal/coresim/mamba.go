@@ -36,8 +36,9 @@ type MambaConfig struct {
 	// Alpha, when not negative, fixes marconi's weight. Negative tunes it
 	// online: 0 until TuneWindow requests after the first state eviction,
 	// then the best of MambaAlphaGrid by FLOPs saved on a replay of the
-	// last TuneWindow requests through fresh shadow trees, and again
-	// every RetuneEvery requests when that is positive.
+	// last TuneWindow requests through fresh shadow trees (each warmed up
+	// with the TuneWindow requests before them), and again every
+	// RetuneEvery requests when that is positive.
 	Alpha       float64
 	TuneWindow  int // default 500
 	RetuneEvery int
@@ -113,7 +114,8 @@ func RunMamba(cfg MambaConfig, reqs []workload.Request) (MambaStats, error) {
 			t0, next = k, k+s.cfg.TuneWindow
 		}
 		if tune && k == next {
-			alpha, err := tuneMambaAlpha(s.cfg, reqs[k+1-s.cfg.TuneWindow:k+1])
+			w := s.cfg.TuneWindow
+			alpha, err := tuneMambaAlpha(s.cfg, reqs[max(0, k+1-2*w):k+1-w], reqs[k+1-w:k+1])
 			if err != nil {
 				return s.finish(), err
 			}
@@ -201,10 +203,11 @@ func (s *mambaSim) finish() MambaStats {
 	return st
 }
 
-// tuneMambaAlpha replays window through a fresh shadow tree per alpha of
-// MambaAlphaGrid and returns the one that saved the most FLOPs (ties: the
-// smaller alpha).
-func tuneMambaAlpha(cfg MambaConfig, window []workload.Request) (float64, error) {
+// tuneMambaAlpha replays warm and then window through a fresh shadow tree
+// per alpha of MambaAlphaGrid and returns the one that saved the most
+// FLOPs over window (ties: the smaller alpha). The warm-up stands in for
+// the live tree's contents (the tree has no snapshot to replay from).
+func tuneMambaAlpha(cfg MambaConfig, warm, window []workload.Request) (float64, error) {
 	best, bestSaved := 0.0, -1.0
 	for _, alpha := range MambaAlphaGrid {
 		c := cfg
@@ -213,13 +216,21 @@ func tuneMambaAlpha(cfg MambaConfig, window []workload.Request) (float64, error)
 		if err != nil {
 			return 0, err
 		}
-		for k := range window {
-			if err := s.request(k, &window[k]); err != nil {
+		var before float64
+		for k := range len(warm) + len(window) {
+			if k == len(warm) {
+				before = s.st.FLOPsSaved
+			}
+			r := &warm[min(k, len(warm)-1)]
+			if k >= len(warm) {
+				r = &window[k-len(warm)]
+			}
+			if err := s.request(k, r); err != nil {
 				return 0, fmt.Errorf("coresim: tuning alpha %g: %w", alpha, err)
 			}
 		}
-		if s.st.FLOPsSaved > bestSaved {
-			best, bestSaved = alpha, s.st.FLOPsSaved
+		if saved := s.st.FLOPsSaved - before; saved > bestSaved {
+			best, bestSaved = alpha, saved
 		}
 	}
 	return best, nil

@@ -73,7 +73,8 @@ func BenchmarkMarconiSharedTrace(b *testing.B) {
 // with the 7B hybrid's geometry at three state-pool sizes, under lru with
 // a state every 512-token chunk (vLLM+-style), lru with Marconi's
 // branch-point admission (the ablation), and marconi (branch admission,
-// utility eviction, alpha tuned online over 500 requests).
+// utility eviction, alpha tuned online over 500-request windows, retuned
+// every 500 requests).
 // It reports state hits, the token hit rate and the prefill FLOPs saved
 // per replay; one iteration is a whole replay, so run it with
 // -benchtime 1x.
@@ -89,7 +90,7 @@ func BenchmarkMarconiTreeSharedTrace(b *testing.B) {
 				for b.Loop() {
 					var err error
 					st, err = coresim.RunMamba(coresim.MambaConfig{Capacity: 1_000_000, PageSize: 16, States: states,
-						Policy: c.policy, Admission: c.admission, Alpha: c.alpha}, reqs)
+						Policy: c.policy, Admission: c.admission, Alpha: c.alpha, RetuneEvery: 500}, reqs)
 					if err != nil {
 						b.Fatal(err)
 					}
