@@ -31,6 +31,12 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putI32(b, int32(c.MambaChunkSize))
 		b = putI32(b, int32(c.MambaMaxPathStates))
 		b = putBool(b, c.ExternalLinker)
+		b = putStr(b, c.MambaPolicy)
+		md := c.MambaModel
+		for _, v := range []int{md.SSMLayers, md.AttnLayers, md.MLPLayers, md.D, md.N} {
+			b = putI32(b, int32(v))
+		}
+		b = putF64(b, c.MambaAlpha)
 	case OpMatch:
 		b = putNamespace(b, q.Insert.Namespace)
 		b = putU32s(b, q.Insert.Tokens)
@@ -206,6 +212,11 @@ func DecodeRequest(q *Request, b []byte) error {
 		c.MambaChunkSize = int(r.i32("mamba_chunk_size"))
 		c.MambaMaxPathStates = int(r.i32("mamba_max_path_states"))
 		c.ExternalLinker = r.boolean("external_linker")
+		c.MambaPolicy = r.str("mamba_policy")
+		md := &c.MambaModel
+		md.SSMLayers, md.AttnLayers, md.MLPLayers = int(r.i32("mamba_ssm_layers")), int(r.i32("mamba_attn_layers")), int(r.i32("mamba_mlp_layers"))
+		md.D, md.N = int(r.i32("mamba_d")), int(r.i32("mamba_n"))
+		c.MambaAlpha = r.f64("mamba_alpha")
 	case OpMatch:
 		q.Insert.Namespace = r.namespace()
 		q.Insert.Tokens = r.u32s("tokens", toks)

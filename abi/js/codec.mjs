@@ -178,7 +178,9 @@ export function encodeRequest(q) {
       w.str(c.policy); w.bool(c.bigram); w.bool(c.host_tier); w.u8(c.write_policy);
       w.i32(c.write_through_threshold); w.bool(c.kv_events); w.u8(c.hash_convention ?? 0);
       w.i32(c.swa_window ?? 0); w.i32(c.mamba_chunk_size ?? 0); w.i32(c.mamba_max_path_states ?? 0);
-      w.bool(c.external_linker);
+      w.bool(c.external_linker); w.str(c.mamba_policy ?? '');
+      for (const k of ['mamba_ssm_layers', 'mamba_attn_layers', 'mamba_mlp_layers', 'mamba_d', 'mamba_n']) w.i32(c[k] ?? 0);
+      w.f64(c.mamba_alpha);
       break;
     }
     case OPS.match: putNamespace(w, q.namespace); w.u32s(q.tokens); break;

@@ -45,7 +45,11 @@ type Stats struct {
 	SWAEvictedSlots  uint64 // SWA slots freed by eviction (any trigger)
 	MambaForks       uint64 // arrivals that forked a cached Mamba state (copy on write)
 	MambaDonated     uint64 // request states the tree adopted (Finish, FinishChunk)
-	MambaEvicted     uint64 // Mamba states freed by eviction and per-path caps
+	// MambaChunksSkipped counts FinishChunk calls a marconi Mamba tree
+	// answered by caching nothing (states are admitted only at branch
+	// points and at Finish).
+	MambaChunksSkipped uint64
+	MambaEvicted       uint64 // Mamba states freed by eviction and per-path caps
 
 	// Host tier (HiCache); zero without one.
 	HostHitTokens    uint64 // tokens an arrival found on the host only and loaded back (MatchedTokens excludes them)
@@ -652,7 +656,8 @@ func (c *Controller) Finish(r *Request) error {
 // into r, moves r's lock to the new last node and makes the prefix r's
 // protected prefix. Tokens past the aligned part keep their own slots.
 // When upto adds no whole page beyond the protected prefix nothing
-// happens. In Mamba trees the chunk ends on the last state checkpoint
+// happens, nor in Mamba trees under the marconi policy, which checkpoint
+// states only at branch points and at Finish. In Mamba trees the chunk ends on the last state checkpoint
 // before upto and the tree gets a copy of the state there; in SWA trees a
 // chunk must end a whole window past the positions r dropped SWA slots
 // for (ErrInvalidArgument otherwise), or its re-match could not reach it.
@@ -666,6 +671,10 @@ func (c *Controller) FinishChunk(r *Request, upto int) error {
 	}
 	if upto < 0 || upto > len(r.slots) {
 		return fmt.Errorf("%w: chunk end %d outside the %d computed tokens", ErrInvalidArgument, upto, len(r.slots))
+	}
+	if c.hy.marconi {
+		c.stats.MambaChunksSkipped++
+		return nil
 	}
 	return c.finishChunkLocked(r, upto)
 }
