@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/core/flops"
 	"github.com/radixkv/radixkv/core/snapshot"
 	"github.com/radixkv/radixkv/internal/coresim"
 )
@@ -43,12 +44,37 @@ type snapshotReport struct {
 }
 
 // modelPresets are the hybrid geometries --model names.
-var modelPresets = map[string]snapshot.Model{
-	"7b-hybrid": snapshot.Model7BHybrid,
-}
+var modelPresets = flops.Presets
 
 // mambaPolicies lists the values --mamba-policy accepts.
 var mambaPolicies = []string{"lru", "marconi"}
+
+// checkTreeMamba checks the Mamba policy flags of --cache tree: they need
+// mamba in --components, and the tree's controller does not tune alpha
+// (--marconi-window is the block cache's).
+func (s *settings) checkTreeMamba() error {
+	for _, f := range []string{"mamba-policy", "model", "marconi-alpha"} {
+		if s.explicit[f] && !s.has(core.Mamba) {
+			return fmt.Errorf("--%s applies to Mamba states: put mamba in --components", f)
+		}
+	}
+	if s.explicit["marconi-window"] {
+		return errors.New("--marconi-window tunes alpha for --cache blocks; the tree takes a fixed --marconi-alpha (default 1)")
+	}
+	if !slices.Contains(mambaPolicies, s.mambaPolicy) {
+		return fmt.Errorf("unknown --mamba-policy %q (known: %s)", s.mambaPolicy, strings.Join(mambaPolicies, ", "))
+	}
+	if _, ok := modelPresets[s.model]; !ok {
+		return fmt.Errorf("unknown --model %q (known: 7b-hybrid)", s.model)
+	}
+	if s.marconiAlpha > core.MaxMambaAlpha {
+		return fmt.Errorf("--marconi-alpha %g: at most %d", s.marconiAlpha, core.MaxMambaAlpha)
+	}
+	if s.explicit["marconi-alpha"] && s.mambaPolicy != "marconi" {
+		return errors.New("--marconi-alpha needs --mamba-policy marconi")
+	}
+	return nil
+}
 
 // checkBlocks rejects flags the block cache does not implement.
 func (s *settings) checkBlocks() error {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/core/flops"
 	"github.com/radixkv/radixkv/host/native"
 )
 
@@ -23,9 +24,9 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&s.json, "json", false, "print the report as one JSON object")
 	fs.BoolVar(&s.quiet, "quiet", false, "draw no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the replay loop to `file` (go tool pprof)")
-	fs.StringVar(&s.mambaPolicy, "mamba-policy", "lru", "SSM snapshot policy of --cache blocks with mamba: lru (finish-leaf states, the seed's recency order) or marconi (also branch-point states, evicted by recency + alpha * FLOPs saved per byte)")
+	fs.StringVar(&s.mambaPolicy, "mamba-policy", "lru", "Mamba state policy with mamba in --components: lru (the tree: states at chunk ends, branch points and finish, recency order; --cache blocks: finish-leaf states, the seed's order) or marconi (states only at branch points and finish, evicted by recency + alpha * FLOPs saved per byte)")
 	fs.StringVar(&s.model, "model", "7b-hybrid", "hybrid model preset for FLOP accounting and marconi: 7b-hybrid (24 SSM / 4 attention / 28 MLP layers, d=4096, n=128)")
-	fs.Float64Var(&s.marconiAlpha, "marconi-alpha", -1, "marconi's alpha; -1 tunes it once by replaying --marconi-window requests from the first state eviction for each alpha in 0..2 step 0.1")
+	fs.Float64Var(&s.marconiAlpha, "marconi-alpha", -1, "marconi's alpha; -1: --cache blocks tunes it once by replaying --marconi-window requests from the first state eviction for each alpha in 0..2 step 0.1, the tree uses 1 (its online tuning is in internal/coresim only)")
 	fs.IntVar(&s.marconiWindow, "marconi-window", 500, "requests marconi replays to tune alpha")
 	fs.StringVar(&s.cache, "cache", "tree", "cache structure: tree (the unified radix tree through --engine) or blocks (the block-cache facade of the second seed behind --engine: block size --page-size, LRU, with mamba an SSM snapshot index)")
 	if err := s.parse(fs, args); err != nil {
@@ -49,10 +50,8 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	var rep *report
 	switch s.cache {
 	case "tree":
-		for _, f := range []string{"mamba-policy", "model", "marconi-alpha", "marconi-window"} {
-			if s.explicit[f] {
-				return fmt.Errorf("--%s applies to the SSM snapshot index of --cache blocks (the tree's Mamba states keep their LRU order)", f)
-			}
+		if err := s.checkTreeMamba(); err != nil {
+			return err
 		}
 		rep, err = replay(&s, l, stderr)
 	case "blocks":
@@ -83,6 +82,12 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	cfg, err := s.coreConfig()
 	if err != nil {
 		return nil, err
+	}
+	if s.has(core.Mamba) && s.mambaPolicy == "marconi" {
+		cfg.MambaPolicy, cfg.MambaModel, cfg.MambaAlpha = "marconi", flops.Presets[s.model], s.marconiAlpha
+		if cfg.MambaAlpha < 0 {
+			cfg.MambaAlpha = 1
+		}
 	}
 	s.resolveCapacity(l)
 	if err := s.checkFits(l); err != nil {
@@ -147,6 +152,8 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	bar := newProgress(s, stderr, "replay", inputTokens)
 	var ops int64
 	var outBuf []uint32
+	var mambaHits int64
+	var mambaFLOPs float64
 	start := time.Now()
 	for k := range l.reqs {
 		req := &l.reqs[k]
@@ -157,6 +164,12 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 		if err != nil {
 			bar.abandon()
 			return nil, s.lifecycleError(l, k, "arrive", err)
+		}
+		if n := r.CachedLen(); n > 0 && s.has(core.Mamba) {
+			// A Mamba tree's match ends on a state: the request resumes
+			// there and skips the whole model's prefill of n tokens.
+			mambaHits++
+			mambaFLOPs += flops.Presets[s.model].PrefillFLOPs(n)
 		}
 		err = ctl.Prefill(r, r.Pending())
 		t2 := time.Now()
@@ -278,6 +291,11 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 			MambaForks:       int64(st.MambaForks),
 			MambaDonated:     int64(st.MambaDonated),
 			MambaEvicted:     int64(st.MambaEvicted),
+		}
+		if s.has(core.Mamba) {
+			hy.MambaPolicy, hy.MambaAlpha, hy.Model = s.mambaPolicy, cfg.MambaAlpha, s.model
+			hy.MambaHits, hy.MambaFLOPsSaved = mambaHits, mambaFLOPs
+			hy.MambaChunksSkipped = int64(st.MambaChunksSkipped)
 		}
 		for _, c := range []struct {
 			comp core.Component

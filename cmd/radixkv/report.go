@@ -101,6 +101,16 @@ type hybridReport struct {
 	MambaDonated      int64 `json:"mamba_donated"`       // request states the tree adopted
 	MambaEvicted      int64 `json:"mamba_evicted"`       // states freed by eviction and per-path caps
 	CachedMambaStates int64 `json:"cached_mamba_states"` // states the tree holds at the end
+	// The Mamba policy (mamba in --components): its name and alpha, the
+	// --model preset the FLOPs are counted for, the arrivals that resumed
+	// from a cached state and the prefill FLOPs they saved, and the chunk
+	// ends marconi left uncached.
+	MambaPolicy        string  `json:"mamba_policy,omitempty"`
+	MambaAlpha         float64 `json:"mamba_alpha,omitempty"`
+	Model              string  `json:"model,omitempty"`
+	MambaHits          int64   `json:"mamba_hits"`
+	MambaFLOPsSaved    float64 `json:"mamba_flops_saved"`
+	MambaChunksSkipped int64   `json:"mamba_chunks_skipped,omitempty"`
 }
 
 // hostReport is what the host tier did (--host-capacity above 0 only).
@@ -234,6 +244,7 @@ func (r *report) writeText(w io.Writer) error {
 		}
 		if s.MambaChunk > 0 {
 			p("mamba\t%s states cached\t(%s forked, %s donated, %s evicted)", count(hy.CachedMambaStates), count(hy.MambaForks), count(hy.MambaDonated), count(hy.MambaEvicted))
+			p("  policy\t%s\t(%s state hits saved %.3g prefill FLOPs of %s; alpha %g)", hy.MambaPolicy, count(hy.MambaHits), hy.MambaFLOPsSaved, hy.Model, hy.MambaAlpha)
 		}
 	}
 	if sn := r.Snapshots; sn != nil {
