@@ -219,6 +219,7 @@ type Request struct {
 	Component core.Component    // evict, evict_start, lru_order, evict_host
 	Host      bool              // lru_order
 	Want      int64             // evict, evict_start, evict_host
+	Alpha     float64           // mamba_set_alpha
 	// Nodes is dfs_weight_order's ids and the node list of
 	// mark_write_through_pending, finish_write_through,
 	// mark_linker_pending and finish_linker_offload.

@@ -25,7 +25,13 @@ func marconiScript() []step {
 		{name: "marconi-insert-long", req: func(seen) abi.Request { return ins(12, seq(1, 64), slots(0, 64), 10) }},
 		{name: "marconi-insert-short", req: func(seen) abi.Request { return ins(12, seq(500, 2), slots(100, 2), 11) }},
 		{name: "marconi-evict-mamba", req: evict(abi.OpEvict, 12, core.Mamba, 1)},
+		{name: "marconi-set-alpha", req: setAlpha(12, 0.5)},
+		{name: "marconi-set-alpha-bad", req: setAlpha(12, -1)},
 		{name: "marconi-sanity", req: plain(abi.OpSanityCheck, 12)},
 		{name: "destroy-marconi", req: plain(abi.OpDestroy, 12)},
 	}
+}
+
+func setAlpha(inst uint32, alpha float64) func(seen) abi.Request {
+	return func(seen) abi.Request { q := req(abi.OpMambaSetAlpha, inst); q.Alpha = alpha; return q }
 }

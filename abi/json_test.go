@@ -98,6 +98,8 @@ func requestJSON(q *abi.Request) map[string]any {
 	case abi.OpUnlockSWAEarly, abi.OpHostUnlock:
 		m["node"] = u64(q.Node)
 		m["receipt"] = receiptJSON(q.Receipt)
+	case abi.OpMambaSetAlpha:
+		m["alpha"] = q.Alpha
 	case abi.OpEvict, abi.OpEvictStart, abi.OpEvictHost:
 		m["component"] = int64(q.Component)
 		m["want"] = s64(q.Want)

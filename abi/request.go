@@ -63,6 +63,8 @@ func AppendRequest(dst []byte, q *Request) []byte {
 	case OpUnlockSWAEarly, OpHostUnlock:
 		b = putID(b, q.Node, 0)
 		b = putReceipt(b, q.Receipt, 0)
+	case OpMambaSetAlpha:
+		b = putF64(b, q.Alpha)
 	case OpEvict, OpEvictStart, OpEvictHost:
 		b = putU8(b, uint8(q.Component))
 		b = putI64(b, q.Want)
@@ -243,6 +245,8 @@ func DecodeRequest(q *Request, b []byte) error {
 	case OpUnlockSWAEarly, OpHostUnlock:
 		q.Node = core.NodeID(r.u64("node"))
 		q.Receipt = r.receipt()
+	case OpMambaSetAlpha:
+		q.Alpha = r.f64("alpha")
 	case OpEvict, OpEvictStart, OpEvictHost:
 		q.Component = core.Component(r.u8("component"))
 		q.Want = r.i64("want")

@@ -34,6 +34,8 @@ export const OPS = Object.freeze({
   // The block-cache facade beside each instance's tree.
   blocks_configure: 0x68, blocks_lookup: 0x69, blocks_peek: 0x6a, blocks_insert: 0x6b,
   blocks_release: 0x6c, blocks_evict: 0x6d, blocks_stats: 0x6e,
+  // The marconi Mamba policy's alpha.
+  mamba_set_alpha: 0x70,
 });
 
 export const SNAPSHOT_KINDS = Object.freeze({ plain: 0, tail: 1, sibling: 2 });
@@ -190,6 +192,7 @@ export function encodeRequest(q) {
       w.i32(q.swa_evicted_seqlen ?? 0); w.i32(q.swa_branching_seqlen ?? 0); w.i32(q.mamba_slot ?? 0);
       break;
     case OPS.lock: w.u64(q.node); w.u8(q.skip ?? 0); break;
+    case OPS.mamba_set_alpha: w.f64(q.alpha); break;
     case OPS.unlock: w.u64(q.node); putReceipt(w, q.receipt); w.bool(q.skip_swa); break;
     case OPS.unlock_swa_early: case OPS.host_unlock: w.u64(q.node); putReceipt(w, q.receipt); break;
     case OPS.evict: case OPS.evict_start: case OPS.evict_host: w.u8(q.component ?? 0); w.i64(q.want); break;
