@@ -50,16 +50,18 @@ var modelPresets = flops.Presets
 var mambaPolicies = []string{"lru", "marconi"}
 
 // checkTreeMamba checks the Mamba policy flags of --cache tree: they need
-// mamba in --components, and the tree's controller does not tune alpha
-// (--marconi-window is the block cache's).
+// mamba in --components, and --marconi-window needs a tuned alpha.
 func (s *settings) checkTreeMamba() error {
 	for _, f := range []string{"mamba-policy", "model", "marconi-alpha"} {
 		if s.explicit[f] && !s.has(core.Mamba) {
 			return fmt.Errorf("--%s applies to Mamba states: put mamba in --components", f)
 		}
 	}
-	if s.explicit["marconi-window"] {
-		return errors.New("--marconi-window tunes alpha for --cache blocks; the tree takes a fixed --marconi-alpha (default 1)")
+	if s.explicit["marconi-window"] && (s.mambaPolicy != "marconi" || s.marconiAlpha >= 0) {
+		return errors.New("--marconi-window tunes marconi's alpha: it needs --mamba-policy marconi and no fixed --marconi-alpha")
+	}
+	if s.marconiWindow < 1 {
+		return errors.New("--marconi-window must be at least 1")
 	}
 	if !slices.Contains(mambaPolicies, s.mambaPolicy) {
 		return fmt.Errorf("unknown --mamba-policy %q (known: %s)", s.mambaPolicy, strings.Join(mambaPolicies, ", "))

@@ -89,7 +89,7 @@ func TestReplay_BlocksErrors(t *testing.T) {
 	}{
 		{[]string{"--cache", "heap"}, "unknown --cache"},
 		{[]string{"--mamba-policy", "marconi"}, "put mamba in --components"},
-		{[]string{"--components", "full,mamba", "--mamba-policy", "marconi", "--marconi-window", "40"}, "the tree takes a fixed --marconi-alpha"},
+		{[]string{"--components", "full,mamba", "--mamba-policy", "marconi", "--marconi-alpha", "1", "--marconi-window", "40"}, "no fixed --marconi-alpha"},
 		{[]string{"--components", "full,mamba", "--marconi-alpha", "1"}, "needs --mamba-policy marconi"},
 		{[]string{"--components", "full,mamba", "--mamba-policy", "arc"}, "unknown --mamba-policy"},
 		{[]string{"--cache", "blocks", "--policy", "lfu"}, "least recently used blocks only"},
@@ -135,7 +135,7 @@ func TestReplay_TreeMarconi(t *testing.T) {
 	lru := replayJSON(t, args...)
 	var want map[string]any
 	for _, engine := range availableEngines(t) {
-		m := replayJSON(t, append(args, "--mamba-policy", "marconi", "--engine", engine)...)
+		m := replayJSON(t, append(args, "--mamba-policy", "marconi", "--marconi-alpha", "1", "--engine", engine)...)
 		got := map[string]any{"hits": m["hits"], "hybrid": m["hybrid"], "evictions": m["evictions"]}
 		if want == nil {
 			want = got
@@ -150,4 +150,22 @@ func TestReplay_TreeMarconi(t *testing.T) {
 	require.Greater(t, hy["mamba_hits"].(float64), 0.0)
 	require.Equal(t, "lru", lru["hybrid"].(map[string]any)["mamba_policy"])
 	require.GreaterOrEqual(t, hy["mamba_flops_saved"].(float64), num(t, lru, "hybrid", "mamba_flops_saved"))
+}
+
+// With alpha left to tune, the tree's marconi tunes it online (through
+// the engine's mamba_set_alpha), the same on every engine.
+func TestReplay_TreeMarconiTuned(t *testing.T) {
+	args := []string{"--components", "full,mamba", "--mamba-capacity", "8", "--requests", "300", "--mamba-policy", "marconi", "--marconi-window", "40"}
+	var want any
+	for _, engine := range availableEngines(t) {
+		m := replayJSON(t, append(args, "--engine", engine)...)
+		if want == nil {
+			want = m["hybrid"]
+			continue
+		}
+		require.Equal(t, want, m["hybrid"], engine)
+	}
+	hy := want.(map[string]any)
+	require.Greater(t, hy["mamba_tunes"].(float64), 1.0)
+	require.GreaterOrEqual(t, hy["mamba_tuned_at"].(float64), 40.0)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/radixkv/radixkv/core"
 	"github.com/radixkv/radixkv/core/flops"
 	"github.com/radixkv/radixkv/host/native"
+	"github.com/radixkv/radixkv/internal/coresim"
 )
 
 const replaySynopsis = "replay [--cache tree|blocks] [--engine wasm|inprocess|direct] [--trace FILE | --log FILE | --seed N --requests N] [flags]"
@@ -26,7 +27,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the replay loop to `file` (go tool pprof)")
 	fs.StringVar(&s.mambaPolicy, "mamba-policy", "lru", "Mamba state policy with mamba in --components: lru (the tree: states at chunk ends, branch points and finish, recency order; --cache blocks: finish-leaf states, the seed's order) or marconi (states only at branch points and finish, evicted by recency + alpha * FLOPs saved per byte)")
 	fs.StringVar(&s.model, "model", "7b-hybrid", "hybrid model preset for FLOP accounting and marconi: 7b-hybrid (24 SSM / 4 attention / 28 MLP layers, d=4096, n=128)")
-	fs.Float64Var(&s.marconiAlpha, "marconi-alpha", -1, "marconi's alpha; -1: --cache blocks tunes it once by replaying --marconi-window requests from the first state eviction for each alpha in 0..2 step 0.1, the tree uses 1 (its online tuning is in internal/coresim only)")
+	fs.Float64Var(&s.marconiAlpha, "marconi-alpha", -1, "marconi's alpha; -1 tunes it from 0: --cache blocks once, replaying --marconi-window requests from the first state eviction per alpha in 0..2 step 0.1; the tree every --marconi-window requests from the first state eviction, replaying the last window on shadow trees per alpha in 0..2 step 0.25")
 	fs.IntVar(&s.marconiWindow, "marconi-window", 500, "requests marconi replays to tune alpha")
 	fs.StringVar(&s.cache, "cache", "tree", "cache structure: tree (the unified radix tree through --engine) or blocks (the block-cache facade of the second seed behind --engine: block size --page-size, LRU, with mamba an SSM snapshot index)")
 	if err := s.parse(fs, args); err != nil {
@@ -84,10 +85,7 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 		return nil, err
 	}
 	if s.has(core.Mamba) && s.mambaPolicy == "marconi" {
-		cfg.MambaPolicy, cfg.MambaModel, cfg.MambaAlpha = "marconi", flops.Presets[s.model], s.marconiAlpha
-		if cfg.MambaAlpha < 0 {
-			cfg.MambaAlpha = 1
-		}
+		cfg.MambaPolicy, cfg.MambaModel, cfg.MambaAlpha = "marconi", flops.Presets[s.model], max(s.marconiAlpha, 0)
 	}
 	s.resolveCapacity(l)
 	if err := s.checkFits(l); err != nil {
@@ -134,6 +132,18 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 			pools.Close()
 			return nil, err
 		}
+	}
+	var tuner *treeTuner
+	if cfg.MambaPolicy == "marconi" && s.marconiAlpha < 0 {
+		setter, ok := eng.(native.MambaAlphaSetter)
+		if !ok || s.mambaCapacity < 3 {
+			eng.Close()
+			pools.Close()
+			return nil, fmt.Errorf("tuning marconi's alpha needs an engine that sets it and --mamba-capacity of at least 3 (got %d); or fix --marconi-alpha", s.mambaCapacity)
+		}
+		tuner = &treeTuner{setter: setter, reqs: l.reqs, window: s.marconiWindow, next: -1, at: -1,
+			cfg: coresim.MambaConfig{Capacity: s.capacity, PageSize: s.pageSize, States: s.mambaCapacity,
+				Policy: "marconi", Admission: "branch", Model: cfg.MambaModel}}
 	}
 	var lat struct{ arrive, prefill, extend, finish, evict latency }
 	ctl, err := native.NewController(&timedEngine{Engine: eng, evict: &lat.evict}, pools,
@@ -204,6 +214,12 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 		if err != nil {
 			bar.abandon()
 			return nil, fmt.Errorf("%s: finish: %w", l.describe(k), err)
+		}
+		if tuner != nil {
+			if err := tuner.after(k, ctl.Stats().MambaEvicted > 0); err != nil {
+				bar.abandon()
+				return nil, fmt.Errorf("%s: tuning marconi's alpha: %w", l.describe(k), err)
+			}
 		}
 		bar.add(int64(len(req.Tokens)))
 	}
@@ -293,7 +309,10 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 			MambaEvicted:     int64(st.MambaEvicted),
 		}
 		if s.has(core.Mamba) {
-			hy.MambaPolicy, hy.MambaAlpha, hy.Model = s.mambaPolicy, cfg.MambaAlpha, s.model
+			hy.MambaPolicy, hy.MambaAlpha, hy.Model, hy.MambaTunedAt = s.mambaPolicy, cfg.MambaAlpha, s.model, -1
+			if tuner != nil {
+				hy.MambaAlpha, hy.MambaTunes, hy.MambaTunedAt = tuner.alpha, tuner.tunes, tuner.at
+			}
 			hy.MambaHits, hy.MambaFLOPsSaved = mambaHits, mambaFLOPs
 			hy.MambaChunksSkipped = int64(st.MambaChunksSkipped)
 		}

@@ -111,6 +111,8 @@ type hybridReport struct {
 	MambaHits          int64   `json:"mamba_hits"`
 	MambaFLOPsSaved    float64 `json:"mamba_flops_saved"`
 	MambaChunksSkipped int64   `json:"mamba_chunks_skipped,omitempty"`
+	MambaTunes         int     `json:"mamba_tunes,omitempty"` // times marconi's alpha was tuned
+	MambaTunedAt       int     `json:"mamba_tuned_at"`        // request after which it last was; -1: never
 }
 
 // hostReport is what the host tier did (--host-capacity above 0 only).
@@ -244,7 +246,11 @@ func (r *report) writeText(w io.Writer) error {
 		}
 		if s.MambaChunk > 0 {
 			p("mamba\t%s states cached\t(%s forked, %s donated, %s evicted)", count(hy.CachedMambaStates), count(hy.MambaForks), count(hy.MambaDonated), count(hy.MambaEvicted))
-			p("  policy\t%s\t(%s state hits saved %.3g prefill FLOPs of %s; alpha %g)", hy.MambaPolicy, count(hy.MambaHits), hy.MambaFLOPsSaved, hy.Model, hy.MambaAlpha)
+			tuned := ""
+			if hy.MambaTunes > 0 {
+				tuned = fmt.Sprintf(", tuned %d times, last after request %d", hy.MambaTunes, hy.MambaTunedAt)
+			}
+			p("  policy\t%s\t(%s state hits saved %.3g prefill FLOPs of %s; alpha %g%s)", hy.MambaPolicy, count(hy.MambaHits), hy.MambaFLOPsSaved, hy.Model, hy.MambaAlpha, tuned)
 		}
 	}
 	if sn := r.Snapshots; sn != nil {

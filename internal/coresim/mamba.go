@@ -115,7 +115,7 @@ func RunMamba(cfg MambaConfig, reqs []workload.Request) (MambaStats, error) {
 		}
 		if tune && k == next {
 			w := s.cfg.TuneWindow
-			alpha, err := tuneMambaAlpha(s.cfg, reqs[max(0, k+1-2*w):k+1-w], reqs[k+1-w:k+1])
+			alpha, err := TuneMambaAlpha(s.cfg, reqs[max(0, k+1-2*w):k+1-w], reqs[k+1-w:k+1])
 			if err != nil {
 				return s.finish(), err
 			}
@@ -203,11 +203,16 @@ func (s *mambaSim) finish() MambaStats {
 	return st
 }
 
-// tuneMambaAlpha replays warm and then window through a fresh shadow tree
-// per alpha of MambaAlphaGrid and returns the one that saved the most
-// FLOPs over window (ties: the smaller alpha). The warm-up stands in for
-// the live tree's contents (the tree has no snapshot to replay from).
-func tuneMambaAlpha(cfg MambaConfig, warm, window []workload.Request) (float64, error) {
+// TuneMambaAlpha replays warm and then window through a fresh shadow tree
+// per alpha of MambaAlphaGrid (cfg's pools, page, admission and model, the
+// marconi policy) and returns the one that saved the most FLOPs over
+// window (ties: the smaller alpha). The warm-up stands in for the live
+// tree's contents (a tree has no snapshot to replay from). A host tuning
+// its own tree online calls it on its recent requests and applies the
+// result with core.Tree.SetMambaAlpha (or the ABI's mamba_set_alpha).
+// Errors: as RunMamba's.
+func TuneMambaAlpha(cfg MambaConfig, warm, window []workload.Request) (float64, error) {
+	cfg.Policy = "marconi"
 	best, bestSaved := 0.0, -1.0
 	for _, alpha := range MambaAlphaGrid {
 		c := cfg
