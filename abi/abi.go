@@ -133,6 +133,16 @@ var opTable = func() (t [256]string) {
 	return t
 }()
 
+// registerOp defines an op added by a file of its own (from its init,
+// which runs after opTable was filled from opNames).
+func registerOp(op Op, name string) {
+	if int(op) >= len(opTable) {
+		panic("abi: op code " + name + " outside opTable")
+	}
+	opNames[op] = name
+	opTable[op] = name
+}
+
 // Known reports whether op is a defined operation code.
 func (op Op) Known() bool { return int(op) < len(opTable) && opTable[op] != "" }
 
@@ -237,6 +247,7 @@ type Request struct {
 	Component core.Component    // evict, evict_start, lru_order, evict_host
 	Host      bool              // lru_order
 	Want      int64             // evict, evict_start, evict_host
+	Alpha     float64           // mamba_set_alpha
 	// Nodes is dfs_weight_order's ids and the node list of
 	// mark_write_through_pending, finish_write_through,
 	// mark_linker_pending and finish_linker_offload.

@@ -30,7 +30,7 @@ func init() {
 		OpBlocksInsert: "blocks_insert", OpBlocksRelease: "blocks_release", OpBlocksEvict: "blocks_evict",
 		OpBlocksStats: "blocks_stats",
 	} {
-		opNames[op] = name
+		registerOp(op, name)
 	}
 	codeNames[CodeBlockInUse] = "block_in_use"
 	codeNames[CodeOverRelease] = "over_release"

@@ -10,6 +10,7 @@ import (
 	"github.com/radixkv/radixkv/abi"
 	"github.com/radixkv/radixkv/abi/dispatch"
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/core/flops"
 )
 
 func sampleRequests() []abi.Request {
@@ -20,7 +21,8 @@ func sampleRequests() []abi.Request {
 		{Op: abi.OpVersion, ID: 1},
 		{Op: abi.OpCreate, ID: 2, Config: core.Config{PageSize: 16, Components: []core.Component{core.Full, core.SWA},
 			Policy: "gdsf", Bigram: true, HostTier: true, WritePolicy: core.WriteBack, WriteThroughThreshold: -2, KVEvents: true,
-			HashConvention: core.HashVLLM, SWAWindow: -8, MambaChunkSize: 1 << 20, MambaMaxPathStates: 3, ExternalLinker: true}},
+			HashConvention: core.HashVLLM, SWAWindow: -8, MambaChunkSize: 1 << 20, MambaMaxPathStates: 3, ExternalLinker: true,
+			MambaPolicy: "marconi", MambaModel: flops.Model{SSMLayers: 1, AttnLayers: -2, MLPLayers: 3, D: 4, N: 5}, MambaAlpha: 0.25}},
 		{Op: abi.OpDestroy, Instance: 3, ID: 3},
 		{Op: abi.OpReset, Instance: 3},
 		{Op: abi.OpStats, Instance: 3},

@@ -349,6 +349,7 @@ func script() []step {
 	steps = append(steps, hostScript()...)
 	steps = append(steps, snapshotScript()...)
 	steps = append(steps, blocksScript()...)
+	steps = append(steps, marconiScript()...)
 	return steps
 }
 

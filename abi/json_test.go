@@ -67,7 +67,10 @@ func requestJSON(q *abi.Request) map[string]any {
 			"write_through_threshold": int64(c.WriteThroughThreshold), "kv_events": c.KVEvents,
 			"hash_convention": int64(c.HashConvention), "swa_window": int64(c.SWAWindow),
 			"mamba_chunk_size": int64(c.MambaChunkSize), "mamba_max_path_states": int64(c.MambaMaxPathStates),
-			"external_linker": c.ExternalLinker,
+			"external_linker": c.ExternalLinker, "mamba_policy": c.MambaPolicy,
+			"mamba_ssm_layers": int64(c.MambaModel.SSMLayers), "mamba_attn_layers": int64(c.MambaModel.AttnLayers),
+			"mamba_mlp_layers": int64(c.MambaModel.MLPLayers), "mamba_d": int64(c.MambaModel.D), "mamba_n": int64(c.MambaModel.N),
+			"mamba_alpha": c.MambaAlpha,
 		}
 	case abi.OpMatch, abi.OpProtect:
 		m["namespace"] = nsJSON(q.Insert.Namespace)
@@ -97,6 +100,8 @@ func requestJSON(q *abi.Request) map[string]any {
 	case abi.OpUnlockSWAEarly, abi.OpHostUnlock:
 		m["node"] = u64(q.Node)
 		m["receipt"] = receiptJSON(q.Receipt)
+	case abi.OpMambaSetAlpha:
+		m["alpha"] = q.Alpha
 	case abi.OpEvict, abi.OpEvictStart, abi.OpEvictHost:
 		m["component"] = int64(q.Component)
 		m["want"] = s64(q.Want)

@@ -31,6 +31,12 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putI32(b, int32(c.MambaChunkSize))
 		b = putI32(b, int32(c.MambaMaxPathStates))
 		b = putBool(b, c.ExternalLinker)
+		b = putStr(b, c.MambaPolicy)
+		md := c.MambaModel
+		for _, v := range []int{md.SSMLayers, md.AttnLayers, md.MLPLayers, md.D, md.N} {
+			b = putI32(b, int32(v))
+		}
+		b = putF64(b, c.MambaAlpha)
 	case OpMatch, OpProtect:
 		b = putNamespace(b, q.Insert.Namespace)
 		b = putU32s(b, q.Insert.Tokens)
@@ -59,6 +65,8 @@ func AppendRequest(dst []byte, q *Request) []byte {
 	case OpUnlockSWAEarly, OpHostUnlock:
 		b = putID(b, q.Node, 0)
 		b = putReceipt(b, q.Receipt, 0)
+	case OpMambaSetAlpha:
+		b = putF64(b, q.Alpha)
 	case OpEvict, OpEvictStart, OpEvictHost:
 		b = putU8(b, uint8(q.Component))
 		b = putI64(b, q.Want)
@@ -208,6 +216,11 @@ func DecodeRequest(q *Request, b []byte) error {
 		c.MambaChunkSize = int(r.i32("mamba_chunk_size"))
 		c.MambaMaxPathStates = int(r.i32("mamba_max_path_states"))
 		c.ExternalLinker = r.boolean("external_linker")
+		c.MambaPolicy = r.str("mamba_policy")
+		md := &c.MambaModel
+		md.SSMLayers, md.AttnLayers, md.MLPLayers = int(r.i32("mamba_ssm_layers")), int(r.i32("mamba_attn_layers")), int(r.i32("mamba_mlp_layers"))
+		md.D, md.N = int(r.i32("mamba_d")), int(r.i32("mamba_n"))
+		c.MambaAlpha = r.f64("mamba_alpha")
 	case OpMatch, OpProtect:
 		q.Insert.Namespace = r.namespace()
 		q.Insert.Tokens = r.u32s("tokens", toks)
@@ -236,6 +249,8 @@ func DecodeRequest(q *Request, b []byte) error {
 	case OpUnlockSWAEarly, OpHostUnlock:
 		q.Node = core.NodeID(r.u64("node"))
 		q.Receipt = r.receipt()
+	case OpMambaSetAlpha:
+		q.Alpha = r.f64("alpha")
 	case OpEvict, OpEvictStart, OpEvictHost:
 		q.Component = core.Component(r.u8("component"))
 		q.Want = r.i64("want")

@@ -39,7 +39,7 @@ func init() {
 		OpSnapshotEvict: "snapshot_evict", OpSnapshotPromote: "snapshot_promote", OpSnapshotForget: "snapshot_forget",
 		OpSnapshotEndSession: "snapshot_end_session", OpSnapshotStats: "snapshot_stats",
 	} {
-		opNames[op] = name
+		registerOp(op, name)
 	}
 	for c, name := range map[Code]string{
 		CodeUnknownKey: "unknown_key", CodeUnknownSession: "unknown_session", CodeWrongAdapter: "wrong_adapter",

@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"strings"
+
+	"github.com/radixkv/radixkv/core/flops"
 )
 
 // Component names one kind of per-node cache data. Full is the base
@@ -125,6 +127,17 @@ type Config struct {
 	// the device (older, shallower ones are dropped after an insert); 0
 	// means no cap. Only with the Mamba component.
 	MambaMaxPathStates int
+	// MambaPolicy names the Mamba device eviction order: lru (empty: the
+	// recency list) or marconi (lowest utility first, see marconi.go).
+	// Only with the Mamba component.
+	MambaPolicy string
+	// MambaModel is the hybrid geometry marconi's FLOP and byte counts use;
+	// the zero value means flops.Model7BHybrid. Only with marconi.
+	MambaModel flops.Model
+	// MambaAlpha weighs FLOPs saved per byte against recency under
+	// marconi, in [0, MaxMambaAlpha]; 0 is recency only. A host tunes it
+	// later with Tree.SetMambaAlpha.
+	MambaAlpha float64
 }
 
 // validated is the normalised configuration a Tree runs on.
@@ -145,10 +158,12 @@ type validated struct {
 	window     int // SWA window in atoms
 	mambaGrid  int // lcm(Mamba chunk, page)
 	pathCap    int // Mamba states per path; 0 = no cap
+	mar        marconiConfig
 }
 
 func (c Config) validate() (validated, error) {
 	var v validated
+	var err error
 	if c.PageSize < 1 {
 		return v, fmt.Errorf("%w: page size %d must be at least 1", ErrInvalidConfig, c.PageSize)
 	}
@@ -233,6 +248,9 @@ func (c Config) validate() (validated, error) {
 		window:     c.SWAWindow,
 		linker:     c.ExternalLinker,
 		pathCap:    c.MambaMaxPathStates,
+	}
+	if v.mar, err = c.validateMamba(set); err != nil {
+		return validated{}, err
 	}
 	if set.Has(Mamba) {
 		chunk := c.MambaChunkSize

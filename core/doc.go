@@ -55,7 +55,12 @@
 // match ends only at such a node, and [MatchResult.MambaSlot] is the state
 // to fork. Eviction cascades: on a leaf every component goes together;
 // inside the tree Full outranks SWA, which outranks Mamba, and SWA and
-// Mamba evict inner nodes from their own recency lists.
+// Mamba evict inner nodes from their own recency lists. Under
+// Config.MambaPolicy "marconi" a Mamba walk instead takes the state of
+// lowest utility, normalised recency plus alpha times normalised FLOPs
+// saved per byte over its nearest state-bearing ancestor (Marconi, MLSys
+// 2025; the counts are package core/flops's, for Config.MambaModel);
+// [Tree.SetMambaAlpha] retunes alpha.
 //
 // # Host tier
 //

@@ -189,6 +189,9 @@ func (t *Tree) auxEvictNext(dst []Action) (EvictStep, []Action, error) {
 	for x != nilIdx && (w.handed[x] == t.nodes[x].gen || t.nodes[x].pin != nilIdx) {
 		x = t.lruNewerUnlocked(x, tierDevice, c)
 	}
+	if c == Mamba && t.cfg.mar.on {
+		x = t.marconiVictim()
+	}
 	if x == nilIdx {
 		return EvictStep{Done: true}, dst, nil
 	}

@@ -1200,6 +1200,10 @@ func runHybridFuzz(t *testing.T, data []byte) {
 	if slices.Contains(comps, core.Mamba) {
 		cfg.MambaChunkSize = []int{0, 1, 2, 3, 5, 8}[(b1>>4)%6]
 		cfg.MambaMaxPathStates = b2 % 4
+		if b2&0x40 != 0 { // the marconi victim order, with a drawn alpha
+			cfg.MambaPolicy = "marconi"
+			cfg.MambaAlpha = float64(b1%3) / 2
+		}
 	}
 	tree, err := core.New(cfg)
 	require.NoError(t, err)

@@ -67,6 +67,9 @@ func (t *Tree) lruFront(i int32, tr tier, c Component) {
 	}
 	l.head = i
 	l.n++
+	if tr == tierDevice && c == Mamba {
+		t.nodes[i].mstamp = t.tick // marconi's recency: the state's own use
+	}
 }
 
 // lruAfter places node i just less recent than x (x must be a member).

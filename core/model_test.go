@@ -1513,6 +1513,9 @@ func TestTree_Model(t *testing.T) {
 					}
 					if si > 0 {
 						name += fmt.Sprintf("/w=%d/chunk=%d/cap=%d", cfg.SWAWindow, cfg.MambaChunkSize, cfg.MambaMaxPathStates)
+						if cfg.MambaPolicy != "" {
+							name += fmt.Sprintf("/mamba=%s/alpha=%g", cfg.MambaPolicy, cfg.MambaAlpha)
+						}
 					}
 					t.Run(name, func(t *testing.T) {
 						stats := runModel(t, cfg, seed, ops)
@@ -1555,6 +1558,10 @@ func modelConfig(si, k, pi, page int, bigram bool, policy string, comps []core.C
 	if slices.Contains(comps, core.Mamba) {
 		cfg.MambaChunkSize = []int{0, 2 * page, 3, 1}[v%4]
 		cfg.MambaMaxPathStates = []int{0, 1, 2, 3}[(v+si/2)%4]
+		if (v+k)%2 == 1 { // half the Mamba runs evict by marconi's utility
+			cfg.MambaPolicy = "marconi"
+			cfg.MambaAlpha = float64(v%3) / 2
+		}
 	}
 	return cfg
 }

@@ -67,6 +67,7 @@ type node struct {
 	crf        int64 // lrfu: decayed count of matches, log domain (adaptive.go)
 	reused     bool  // admit: matched again, or recreated from a ghost (admit.go)
 	queued     int32 // live protections (queued requests) counting this node (protect.go)
+	mstamp     int64 // tick when the Mamba device state was last used (marconi)
 
 	// page digests, computed lazily (hash.go): the storage chain and, in a
 	// non-default namespace, the salt-seeded event chain.

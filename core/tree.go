@@ -59,6 +59,7 @@ type Tree struct {
 
 	ins  insertState
 	walk evictWalk
+	mar  marconiScratch // the marconi Mamba victim scan's buffers
 
 	broken error
 

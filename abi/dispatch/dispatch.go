@@ -306,6 +306,8 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		acts, err := t.UnlockSWA(abi.TagID(q.Node, tag), rc)
 		r.Actions = acts
 		return nodeErr(err, q.Node)
+	case abi.OpMambaSetAlpha:
+		return t.SetMambaAlpha(q.Alpha)
 	case abi.OpEvictExcessPathStates:
 		acts, err := t.EvictExcessPathStates(abi.TagID(q.Node, tag))
 		r.Actions = acts

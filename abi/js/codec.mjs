@@ -35,6 +35,8 @@ export const OPS = Object.freeze({
   blocks_configure: 0x68, blocks_lookup: 0x69, blocks_peek: 0x6a, blocks_insert: 0x6b,
   blocks_release: 0x6c, blocks_evict: 0x6d, blocks_stats: 0x6e,
   protect: 0x58, unprotect: 0x59,
+  // The marconi Mamba policy's alpha.
+  mamba_set_alpha: 0x70,
 });
 
 export const SNAPSHOT_KINDS = Object.freeze({ plain: 0, tail: 1, sibling: 2 });
@@ -179,7 +181,9 @@ export function encodeRequest(q) {
       w.str(c.policy); w.bool(c.bigram); w.bool(c.host_tier); w.u8(c.write_policy);
       w.i32(c.write_through_threshold); w.bool(c.kv_events); w.u8(c.hash_convention ?? 0);
       w.i32(c.swa_window ?? 0); w.i32(c.mamba_chunk_size ?? 0); w.i32(c.mamba_max_path_states ?? 0);
-      w.bool(c.external_linker);
+      w.bool(c.external_linker); w.str(c.mamba_policy ?? '');
+      for (const k of ['mamba_ssm_layers', 'mamba_attn_layers', 'mamba_mlp_layers', 'mamba_d', 'mamba_n']) w.i32(c[k] ?? 0);
+      w.f64(c.mamba_alpha);
       break;
     }
     case OPS.match: case OPS.protect: putNamespace(w, q.namespace); w.u32s(q.tokens); break;
@@ -190,6 +194,7 @@ export function encodeRequest(q) {
       w.i32(q.swa_evicted_seqlen ?? 0); w.i32(q.swa_branching_seqlen ?? 0); w.i32(q.mamba_slot ?? 0);
       break;
     case OPS.lock: w.u64(q.node); w.u8(q.skip ?? 0); break;
+    case OPS.mamba_set_alpha: w.f64(q.alpha); break;
     case OPS.unlock: w.u64(q.node); putReceipt(w, q.receipt); w.bool(q.skip_swa); break;
     case OPS.unlock_swa_early: case OPS.host_unlock: w.u64(q.node); putReceipt(w, q.receipt); break;
     case OPS.evict: case OPS.evict_start: case OPS.evict_host: w.u8(q.component ?? 0); w.i64(q.want); break;

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/core/flops"
 	"github.com/radixkv/radixkv/core/snapshot"
 	"github.com/radixkv/radixkv/internal/coresim"
 )
@@ -43,12 +44,39 @@ type snapshotReport struct {
 }
 
 // modelPresets are the hybrid geometries --hybrid-model names.
-var modelPresets = map[string]snapshot.Model{
-	"7b-hybrid": snapshot.Model7BHybrid,
-}
+var modelPresets = flops.Presets
 
 // mambaPolicies lists the values --mamba-policy accepts.
 var mambaPolicies = []string{"lru", "marconi"}
+
+// checkTreeMamba checks the Mamba policy flags of --cache tree: they need
+// mamba in --components, and --marconi-window needs a tuned alpha.
+func (s *settings) checkTreeMamba() error {
+	for _, f := range []string{"mamba-policy", "hybrid-model", "marconi-alpha"} {
+		if s.explicit[f] && !s.has(core.Mamba) {
+			return fmt.Errorf("--%s applies to Mamba states: put mamba in --components", f)
+		}
+	}
+	if s.explicit["marconi-window"] && (s.mambaPolicy != "marconi" || s.marconiAlpha >= 0) {
+		return errors.New("--marconi-window tunes marconi's alpha: it needs --mamba-policy marconi and no fixed --marconi-alpha")
+	}
+	if s.marconiWindow < 1 {
+		return errors.New("--marconi-window must be at least 1")
+	}
+	if !slices.Contains(mambaPolicies, s.mambaPolicy) {
+		return fmt.Errorf("unknown --mamba-policy %q (known: %s)", s.mambaPolicy, strings.Join(mambaPolicies, ", "))
+	}
+	if _, ok := modelPresets[s.model]; !ok {
+		return fmt.Errorf("unknown --hybrid-model %q (known: 7b-hybrid)", s.model)
+	}
+	if s.marconiAlpha > core.MaxMambaAlpha {
+		return fmt.Errorf("--marconi-alpha %g: at most %d", s.marconiAlpha, core.MaxMambaAlpha)
+	}
+	if s.explicit["marconi-alpha"] && s.mambaPolicy != "marconi" {
+		return errors.New("--marconi-alpha needs --mamba-policy marconi")
+	}
+	return nil
+}
 
 // checkBlocks rejects flags the block cache does not implement.
 func (s *settings) checkBlocks() error {

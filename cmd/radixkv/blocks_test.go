@@ -88,7 +88,10 @@ func TestReplay_BlocksErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--cache", "heap"}, "unknown --cache"},
-		{[]string{"--components", "full,mamba", "--mamba-policy", "marconi"}, "applies to the SSM snapshot index of --cache blocks"},
+		{[]string{"--mamba-policy", "marconi"}, "put mamba in --components"},
+		{[]string{"--components", "full,mamba", "--mamba-policy", "marconi", "--marconi-alpha", "1", "--marconi-window", "40"}, "no fixed --marconi-alpha"},
+		{[]string{"--components", "full,mamba", "--marconi-alpha", "1"}, "needs --mamba-policy marconi"},
+		{[]string{"--components", "full,mamba", "--mamba-policy", "arc"}, "unknown --mamba-policy"},
 		{[]string{"--cache", "blocks", "--policy", "lfu"}, "least recently used blocks only"},
 		{[]string{"--cache", "blocks", "--components", "full,swa"}, "no sliding-window"},
 		{[]string{"--cache", "blocks", "--host-capacity", "1000"}, "no host KV tier"},
@@ -121,4 +124,48 @@ func TestReplay_BlocksSharedTrace(t *testing.T) {
 	tr := replayJSON(t, "--engine", "direct", "--trace", path, "--quiet")
 	t.Logf("hit rate: blocks %.4f tree %.4f", num(t, b, "hit_rate"), num(t, tr, "hit_rate"))
 	require.InDelta(t, num(t, tr, "hit_rate"), num(t, b, "hit_rate"), 0.01)
+}
+
+// --mamba-policy marconi on the tree: the engines agree (the policy
+// crosses the ABI), the report names the policy and counts state hits and
+// FLOPs saved, and with a small state pool marconi saves at least as many
+// FLOPs as lru on the built-in workload.
+func TestReplay_TreeMarconi(t *testing.T) {
+	args := []string{"--components", "full,mamba", "--mamba-capacity", "8", "--requests", "300"}
+	lru := replayJSON(t, args...)
+	var want map[string]any
+	for _, engine := range availableEngines(t) {
+		m := replayJSON(t, append(args, "--mamba-policy", "marconi", "--marconi-alpha", "1", "--engine", engine)...)
+		got := map[string]any{"hits": m["hits"], "hybrid": m["hybrid"], "evictions": m["evictions"]}
+		if want == nil {
+			want = got
+			continue
+		}
+		require.Equal(t, want, got, engine)
+	}
+	hy := want["hybrid"].(map[string]any)
+	require.Equal(t, "marconi", hy["mamba_policy"])
+	require.Equal(t, "7b-hybrid", hy["model"])
+	require.Equal(t, 1.0, hy["mamba_alpha"])
+	require.Greater(t, hy["mamba_hits"].(float64), 0.0)
+	require.Equal(t, "lru", lru["hybrid"].(map[string]any)["mamba_policy"])
+	require.GreaterOrEqual(t, hy["mamba_flops_saved"].(float64), num(t, lru, "hybrid", "mamba_flops_saved"))
+}
+
+// With alpha left to tune, the tree's marconi tunes it online (through
+// the engine's mamba_set_alpha), the same on every engine.
+func TestReplay_TreeMarconiTuned(t *testing.T) {
+	args := []string{"--components", "full,mamba", "--mamba-capacity", "8", "--requests", "300", "--mamba-policy", "marconi", "--marconi-window", "40"}
+	var want any
+	for _, engine := range availableEngines(t) {
+		m := replayJSON(t, append(args, "--engine", engine)...)
+		if want == nil {
+			want = m["hybrid"]
+			continue
+		}
+		require.Equal(t, want, m["hybrid"], engine)
+	}
+	hy := want.(map[string]any)
+	require.Greater(t, hy["mamba_tunes"].(float64), 1.0)
+	require.GreaterOrEqual(t, hy["mamba_tuned_at"].(float64), 40.0)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/core/flops"
 	"github.com/radixkv/radixkv/host/native"
 	"github.com/radixkv/radixkv/internal/coresim"
 	"github.com/radixkv/radixkv/internal/offline"
@@ -28,9 +29,9 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	s.gpu.register(fs)
 	fs.Float64Var(&s.serviceRate, "service-rate", 0, "also report the device hit rate with scheduler-aware protection: a FIFO server prefilling this many input tokens per second, fed at the workload's timestamps, protects the prefixes of the requests waiting in its queue (a separate pass; 0: off)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the replay loop to `file` (go tool pprof)")
-	fs.StringVar(&s.mambaPolicy, "mamba-policy", "lru", "SSM snapshot policy of --cache blocks with mamba: lru (finish-leaf states, the seed's recency order) or marconi (also branch-point states, evicted by recency + alpha * FLOPs saved per byte)")
+	fs.StringVar(&s.mambaPolicy, "mamba-policy", "lru", "Mamba state policy with mamba in --components: lru (the tree: states at chunk ends, branch points and finish, recency order; --cache blocks: finish-leaf states, the seed's order) or marconi (states only at branch points and finish, evicted by recency + alpha * FLOPs saved per byte)")
 	fs.StringVar(&s.model, "hybrid-model", "7b-hybrid", "hybrid model preset for FLOP accounting and marconi: 7b-hybrid (24 SSM / 4 attention / 28 MLP layers, d=4096, n=128)")
-	fs.Float64Var(&s.marconiAlpha, "marconi-alpha", -1, "marconi's alpha; -1 tunes it once by replaying --marconi-window requests from the first state eviction for each alpha in 0..2 step 0.1")
+	fs.Float64Var(&s.marconiAlpha, "marconi-alpha", -1, "marconi's alpha; -1 tunes it from 0: --cache blocks once, replaying --marconi-window requests from the first state eviction per alpha in 0..2 step 0.1; the tree every --marconi-window requests from the first state eviction, replaying the last window on shadow trees per alpha in 0..2 step 0.25")
 	fs.IntVar(&s.marconiWindow, "marconi-window", 500, "requests marconi replays to tune alpha")
 	fs.StringVar(&s.cache, "cache", "tree", "cache structure: tree (the unified radix tree through --engine) or blocks (the block-cache facade of the second seed behind --engine: block size --page-size, LRU, with mamba an SSM snapshot index)")
 	if err := s.parse(fs, args); err != nil {
@@ -57,10 +58,8 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	var rep *report
 	switch s.cache {
 	case "tree":
-		for _, f := range []string{"mamba-policy", "hybrid-model", "marconi-alpha", "marconi-window"} {
-			if s.explicit[f] {
-				return fmt.Errorf("--%s applies to the SSM snapshot index of --cache blocks (the tree's Mamba states keep their LRU order)", f)
-			}
+		if err := s.checkTreeMamba(); err != nil {
+			return err
 		}
 		rep, err = replay(&s, l, stderr)
 	case "blocks":
@@ -92,6 +91,9 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.has(core.Mamba) && s.mambaPolicy == "marconi" {
+		cfg.MambaPolicy, cfg.MambaModel, cfg.MambaAlpha = "marconi", flops.Presets[s.model], max(s.marconiAlpha, 0)
+	}
 	s.resolveCapacity(l)
 	if err := s.checkFits(l); err != nil {
 		return nil, err
@@ -121,6 +123,18 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 		eng.Close()
 		return nil, err
 	}
+	var tuner *treeTuner
+	if cfg.MambaPolicy == "marconi" && s.marconiAlpha < 0 {
+		setter, ok := eng.(native.MambaAlphaSetter)
+		if !ok || s.mambaCapacity < 3 {
+			eng.Close()
+			pools.Close()
+			return nil, fmt.Errorf("tuning marconi's alpha needs an engine that sets it and --mamba-capacity of at least 3 (got %d); or fix --marconi-alpha", s.mambaCapacity)
+		}
+		tuner = &treeTuner{setter: setter, reqs: l.reqs, window: s.marconiWindow, next: -1, at: -1,
+			cfg: coresim.MambaConfig{Capacity: s.capacity, PageSize: s.pageSize, States: s.mambaCapacity,
+				Policy: "marconi", Admission: "branch", Model: cfg.MambaModel}}
+	}
 	var lat struct{ arrive, prefill, extend, finish, evict latency }
 	ctl, err := native.NewController(&timedEngine{Engine: eng, evict: &lat.evict}, pools,
 		native.ControllerConfig{Canary: s.canary, VerifyMatches: s.canary})
@@ -140,6 +154,8 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	bar := newProgress(s, stderr, "replay", inputTokens)
 	var ops int64
 	var outBuf []uint32
+	var mambaHits int64
+	var mambaFLOPs float64
 	start := time.Now()
 	rep.Throughput.StartupSeconds = start.Sub(processStart).Seconds()
 	for k := range l.reqs {
@@ -151,6 +167,12 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 		if err != nil {
 			bar.abandon()
 			return nil, s.lifecycleError(l, k, "arrive", err)
+		}
+		if n := r.CachedLen(); n > 0 && s.has(core.Mamba) {
+			// A Mamba tree's match ends on a state: the request resumes
+			// there and skips the whole model's prefill of n tokens.
+			mambaHits++
+			mambaFLOPs += flops.Presets[s.model].PrefillFLOPs(n)
 		}
 		err = ctl.Prefill(r, r.Pending())
 		t2 := time.Now()
@@ -185,6 +207,12 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 		if err != nil {
 			bar.abandon()
 			return nil, fmt.Errorf("%s: finish: %w", l.describe(k), err)
+		}
+		if tuner != nil {
+			if err := tuner.after(k, ctl.Stats().MambaEvicted > 0); err != nil {
+				bar.abandon()
+				return nil, fmt.Errorf("%s: tuning marconi's alpha: %w", l.describe(k), err)
+			}
 		}
 		bar.add(int64(len(req.Tokens)))
 	}
@@ -275,6 +303,14 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 			MambaForks:       int64(st.MambaForks),
 			MambaDonated:     int64(st.MambaDonated),
 			MambaEvicted:     int64(st.MambaEvicted),
+		}
+		if s.has(core.Mamba) {
+			hy.MambaPolicy, hy.MambaAlpha, hy.Model, hy.MambaTunedAt = s.mambaPolicy, cfg.MambaAlpha, s.model, -1
+			if tuner != nil {
+				hy.MambaAlpha, hy.MambaTunes, hy.MambaTunedAt = tuner.alpha, tuner.tunes, tuner.at
+			}
+			hy.MambaHits, hy.MambaFLOPsSaved = mambaHits, mambaFLOPs
+			hy.MambaChunksSkipped = int64(st.MambaChunksSkipped)
 		}
 		for _, c := range []struct {
 			comp core.Component

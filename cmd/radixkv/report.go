@@ -114,6 +114,18 @@ type hybridReport struct {
 	MambaDonated      int64 `json:"mamba_donated"`       // request states the tree adopted
 	MambaEvicted      int64 `json:"mamba_evicted"`       // states freed by eviction and per-path caps
 	CachedMambaStates int64 `json:"cached_mamba_states"` // states the tree holds at the end
+	// The Mamba policy (mamba in --components): its name and alpha, the
+	// --hybrid-model preset the FLOPs are counted for, the arrivals that resumed
+	// from a cached state and the prefill FLOPs they saved, and the chunk
+	// ends marconi left uncached.
+	MambaPolicy        string  `json:"mamba_policy,omitempty"`
+	MambaAlpha         float64 `json:"mamba_alpha,omitempty"`
+	Model              string  `json:"model,omitempty"`
+	MambaHits          int64   `json:"mamba_hits"`
+	MambaFLOPsSaved    float64 `json:"mamba_flops_saved"`
+	MambaChunksSkipped int64   `json:"mamba_chunks_skipped,omitempty"`
+	MambaTunes         int     `json:"mamba_tunes,omitempty"` // times marconi's alpha was tuned
+	MambaTunedAt       int     `json:"mamba_tuned_at"`        // request after which it last was; -1: never
 }
 
 // hostReport is what the host tier did (--host-capacity above 0 only).
@@ -253,6 +265,11 @@ func (r *report) writeText(w io.Writer) error {
 		}
 		if s.MambaChunk > 0 {
 			p("mamba\t%s states cached\t(%s forked, %s donated, %s evicted)", count(hy.CachedMambaStates), count(hy.MambaForks), count(hy.MambaDonated), count(hy.MambaEvicted))
+			tuned := ""
+			if hy.MambaTunes > 0 {
+				tuned = fmt.Sprintf(", tuned %d times, last after request %d", hy.MambaTunes, hy.MambaTunedAt)
+			}
+			p("  policy\t%s\t(%s state hits saved %.3g prefill FLOPs of %s; alpha %g%s)", hy.MambaPolicy, count(hy.MambaHits), hy.MambaFLOPsSaved, hy.Model, hy.MambaAlpha, tuned)
 		}
 	}
 	if sn := r.Snapshots; sn != nil {

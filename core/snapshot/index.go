@@ -105,7 +105,7 @@ func New(cfg Config) (*Index, error) {
 	}
 	x := &Index{cfg: cfg, ttl: ttl, byKey: map[uint64]int32{}, bySlot: map[int32]uint64{}, lenN: map[int]int{}}
 	if m := cfg.Marconi; m != nil {
-		if !m.Model.valid() {
+		if !m.Model.Valid() {
 			return nil, fmt.Errorf("%w: Marconi model %+v needs SSM layers, d and n above 0", ErrInvalidConfig, m.Model)
 		}
 		if math.IsNaN(m.Alpha) || m.Alpha < 0 || m.Alpha > MaxAlpha {

@@ -4,65 +4,16 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/radixkv/radixkv/core/flops"
 )
 
-// Model is the layer geometry of a hybrid model, for the FLOP and byte
-// counts of the Marconi policy (Pan et al., MLSys 2025).
-type Model struct {
-	SSMLayers, AttnLayers, MLPLayers int
-	D, N                             int // hidden size, SSM state size
-}
+// Model is the layer geometry of a hybrid model (see package flops, which
+// holds the FLOP and byte counts the Marconi order uses).
+type Model = flops.Model
 
-// Model7BHybrid is the 7B Attention-Mamba2 hybrid of the Marconi paper:
-// 24 SSM, 4 attention and 28 MLP layers, d = 4096, n = 128.
-var Model7BHybrid = Model{SSMLayers: 24, AttnLayers: 4, MLPLayers: 28, D: 4096, N: 128}
-
-func (m Model) valid() bool {
-	return m.SSMLayers > 0 && m.AttnLayers >= 0 && m.MLPLayers >= 0 && m.D > 0 && m.N > 0
-}
-
-// attnFLOPs is one attention layer's prefill FLOPs over l tokens: 8ld² + 4l²d.
-func (m Model) attnFLOPs(l float64) float64 {
-	d := float64(m.D)
-	return float64(8*l*d*d) + float64(4*l*l*d)
-}
-
-// mlpFLOPs is one MLP layer's: 16ld².
-func (m Model) mlpFLOPs(l float64) float64 {
-	d := float64(m.D)
-	return float64(16 * l * d * d)
-}
-
-// ssmFLOPs is one SSM layer's: 12ld² + 16ldn + 10ld.
-func (m Model) ssmFLOPs(l float64) float64 {
-	d, n := float64(m.D), float64(m.N)
-	return float64(12*l*d*d) + float64(16*l*d*n) + float64(10*l*d)
-}
-
-// PrefillFLOPs is the whole model's prefill FLOPs over l tokens: what a
-// snapshot hit at anchor l saves.
-func (m Model) PrefillFLOPs(l int) float64 {
-	x := float64(l)
-	return float64(float64(m.SSMLayers)*m.ssmFLOPs(x)) + float64(float64(m.AttnLayers)*m.attnFLOPs(x)) + float64(float64(m.MLPLayers)*m.mlpFLOPs(x))
-}
-
-// SavedFLOPs is what a state at length tot saves over resuming from one at
-// par (< tot): the SSM layers over the tot-par tokens between, and the
-// attention and MLP layers' growth from par to tot.
-func (m Model) SavedFLOPs(tot, par int) float64 {
-	t, p := float64(tot), float64(par)
-	return float64(float64(m.SSMLayers)*m.ssmFLOPs(t-p)) +
-		float64(float64(m.AttnLayers)*(m.attnFLOPs(t)-m.attnFLOPs(p))) +
-		float64(float64(m.MLPLayers)*(m.mlpFLOPs(t)-m.mlpFLOPs(p)))
-}
-
-// StateBytes is the size of one saved state: per SSM layer 2dn plus
-// 8(2d+2n). (The paper's node also holds its edge's KV; here KV lives in
-// the block cache and evicting a snapshot frees the state only.)
-func (m Model) StateBytes() float64 {
-	d, n := float64(m.D), float64(m.N)
-	return float64(m.SSMLayers) * (2*d*n + 8*(2*d+2*n))
-}
+// Model7BHybrid is the 7B Attention-Mamba2 hybrid of the Marconi paper.
+var Model7BHybrid = flops.Model7BHybrid
 
 // MarconiConfig selects the Marconi victim order.
 type MarconiConfig struct {

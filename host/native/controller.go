@@ -51,7 +51,11 @@ type Stats struct {
 	SWAEvictedSlots  uint64 // SWA slots freed by eviction (any trigger)
 	MambaForks       uint64 // arrivals that forked a cached Mamba state (copy on write)
 	MambaDonated     uint64 // request states the tree adopted (Finish, FinishChunk)
-	MambaEvicted     uint64 // Mamba states freed by eviction and per-path caps
+	// MambaChunksSkipped counts FinishChunk calls a marconi Mamba tree
+	// answered by caching nothing (states are admitted only at branch
+	// points and at Finish).
+	MambaChunksSkipped uint64
+	MambaEvicted       uint64 // Mamba states freed by eviction and per-path caps
 
 	// Host tier (HiCache); zero without one.
 	HostHitTokens    uint64 // tokens an arrival found on the host only and loaded back (MatchedTokens excludes them)

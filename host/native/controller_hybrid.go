@@ -3,6 +3,7 @@ package native
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/radixkv/radixkv/core"
 )
@@ -36,6 +37,11 @@ type hybrid struct {
 	mamba      Pool
 	grid       int // state checkpoint granularity in atoms: lcm(chunk, page)
 	ownedMamba int // states held by running requests
+	// marconi: the tree evicts states by Marconi's utility, and the
+	// controller admits them the Marconi way: only at the branch point an
+	// arrival's match found and after the last computed token (Finish),
+	// never at chunk ends (FinishChunk caches nothing).
+	marconi bool
 }
 
 func (h *hybrid) init(ecfg core.Config, pools Pools, kv Pool, canary bool) error {
@@ -80,6 +86,7 @@ func (h *hybrid) init(ecfg core.Config, pools Pools, kv Pool, canary bool) error
 			g, b = b, g%b
 		}
 		h.mamba, h.grid = p, chunk/g*page
+		h.marconi = strings.EqualFold(strings.TrimSpace(ecfg.MambaPolicy), "marconi")
 	}
 	return nil
 }

@@ -23,6 +23,14 @@ var hybridSets = []struct {
 		SWAWindow: 5, MambaChunkSize: 4, MambaMaxPathStates: 2}},
 }
 
+// marconiSet is a Mamba set under the marconi policy, whose FinishChunk
+// caches nothing (so the lifecycle test, which counts on chunks, skips it).
+var marconiSet = struct {
+	name string
+	cfg  core.Config
+}{"full+mamba/marconi", core.Config{PageSize: 2, Components: []core.Component{core.Full, core.Mamba}, MambaChunkSize: 4,
+	MambaPolicy: "marconi", MambaAlpha: 1}}
+
 // hybridPools are the device pools of a hybrid controller (nil where the
 // set lacks the component).
 type hybridPools struct{ full, swa, mamba *MemPool }
@@ -481,7 +489,7 @@ func TestController_HybridRandomWorkload(t *testing.T) {
 	if testing.Short() {
 		steps = 150
 	}
-	for si, set := range hybridSets {
+	for si, set := range append(hybridSets[:len(hybridSets):len(hybridSets)], marconiSet) {
 		t.Run(set.name, func(t *testing.T) {
 			forEachEngine(t, func(t *testing.T, newEngine engineCtor) {
 				c, p, ce := newHybridCtl(t, newEngine, set.cfg, 96, 64, 9, canaryOn)
@@ -582,5 +590,37 @@ func TestController_BranchCheckpoints(t *testing.T) {
 			step("abort o", c.Abort(o))
 			requireIdle(t, c, p)
 		})
+	})
+}
+
+// TestController_MarconiAdmission: under the marconi Mamba policy a
+// chunk end caches nothing; the branch point an arrival's match found and
+// the end of the request get states, and a later request resumes from the
+// branch point. The same on every engine (the policy crosses the ABI).
+func TestController_MarconiAdmission(t *testing.T) {
+	cfg := core.Config{PageSize: 2, Components: []core.Component{core.Full, core.Mamba}, MambaPolicy: "marconi", MambaAlpha: 2}
+	forEachEngine(t, func(t *testing.T, newEngine engineCtor) {
+		c, p, _ := newHybridCtl(t, newEngine, cfg, 128, 0, 8, canaryOn)
+		require.Equal(t, "marconi", c.Engine().Config().MambaPolicy)
+		step := auditor(t, c)
+		a := seq(1, 16)
+		r, err := c.Arrive(core.Namespace{}, a)
+		step("arrive", err)
+		step("prefill", c.Prefill(r, 8))
+		step("chunk", c.FinishChunk(r, 8))
+		require.Zero(t, r.CachedLen(), "no state checkpoint at the chunk end")
+		require.EqualValues(t, 1, c.Stats().MambaChunksSkipped)
+		step("prefill", c.Prefill(r, r.Pending()))
+		step("finish", c.Finish(r))
+		// b shares a's first 8 tokens: its match ends inside a's run, a
+		// branch point, which Finish checkpoints before caching b.
+		b := cat(seq(1, 8), seq(100, 8))
+		r = run(t, c, core.Namespace{}, b)
+		require.Zero(t, r.CachedLen())
+		m, err := c.Match(nil, core.Namespace{}, cat(seq(1, 8), seq(200, 8)))
+		require.NoError(t, err)
+		require.Len(t, m, 8, "the branch point's state serves a third branch")
+		require.EqualValues(t, 3, c.Stats().MambaDonated)
+		requireIdle(t, c, p)
 	})
 }

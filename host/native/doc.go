@@ -153,7 +153,10 @@
 // that checkpoint), freeing it when the tree already has one there
 // (MambaExist); FinishChunk donates a copy and keeps running. A request
 // whose match stopped short of a state (MambaBranchingSeqlen) also caches
-// that prefix with a state before it finishes. MambaEvictExcessPathStates
+// that prefix with a state before it finishes. Under the marconi Mamba
+// policy (core.Config.MambaPolicy) those two are the only states admitted:
+// FinishChunk caches nothing (Stats.MambaChunksSkipped), and the tree
+// evicts states by Marconi's utility. MambaEvictExcessPathStates
 // calls Engine.EvictExcessPathStates and executes its frees.
 //
 // Audit checks each auxiliary pool like the Full one (free + cached +

@@ -168,6 +168,12 @@ func wireConfigFits(cfg core.Config) error {
 	case int64(cfg.MambaMaxPathStates) != int64(int32(cfg.MambaMaxPathStates)):
 		return fmt.Errorf("%w: Mamba path cap %d is out of range", core.ErrInvalidConfig, cfg.MambaMaxPathStates)
 	}
+	md := cfg.MambaModel
+	for _, v := range []int{md.SSMLayers, md.AttnLayers, md.MLPLayers, md.D, md.N} {
+		if int64(v) != int64(int32(v)) {
+			return fmt.Errorf("%w: Mamba model %+v has a count out of range", core.ErrInvalidConfig, md)
+		}
+	}
 	return nil
 }
 

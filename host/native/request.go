@@ -502,7 +502,9 @@ func (c *Controller) Finish(r *Request) error {
 // into r, moves r's lock to the new last node and makes the prefix r's
 // protected prefix. Tokens past the aligned part keep their own slots.
 // When upto adds no whole page beyond the protected prefix nothing
-// happens. In Mamba trees the chunk ends on the last state checkpoint
+// happens, nor in Mamba trees under the marconi policy, which checkpoint
+// states only at branch points and at Finish. In Mamba trees the chunk
+// ends on the last state checkpoint
 // before upto and the tree gets a copy of the state there; in SWA trees a
 // chunk must end a whole window past the positions r dropped SWA slots
 // for (ErrInvalidArgument otherwise), or its re-match could not reach it.
@@ -519,6 +521,10 @@ func (c *Controller) FinishChunk(r *Request, upto int) error {
 	}
 	if upto < 0 || upto > len(r.slots) {
 		return fmt.Errorf("%w: chunk end %d outside the %d computed tokens", ErrInvalidArgument, upto, len(r.slots))
+	}
+	if c.hy.marconi {
+		c.stats.MambaChunksSkipped++
+		return nil
 	}
 	return c.finishChunkLocked(r, upto)
 }

@@ -44,6 +44,17 @@
 // state pool, an optional spill tier) under the lru or marconi policy,
 // reporting snapshot hits, recompute and FLOPs saved ([SnapshotStats]).
 //
+// [RunMamba] replays requests through the unified tree with the {full,
+// mamba} components, a KV pool and a small state pool: each request's
+// speculative match gives the state it resumes from and its branch point
+// (MambaBranchingSeqlen), and it checkpoints states at every chunk
+// ("chunk", vLLM+-style), at the branch point and the end ("branch",
+// Marconi's admission) or at the end only ("leaf"), under the tree's lru
+// or marconi Mamba policy, with marconi's alpha tuned online on fresh
+// shadow trees ([MambaConfig]). It reports state hits and prefill FLOPs
+// saved ([MambaStats]); BenchmarkMarconiTreeSharedTrace compares the
+// policies on the shared trace.
+//
 // The loop reuses its buffers (match result, slot list, actions), so that
 // profiles of Run show the tree's own costs rather than the simulator's.
 package coresim

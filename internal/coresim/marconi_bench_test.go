@@ -67,3 +67,39 @@ func BenchmarkMarconiSharedTrace(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMarconiTreeSharedTrace replays the shared trace through the
+// unified tree's {full, mamba} components (1,000,000 KV tokens, page 16)
+// with the 7B hybrid's geometry at three state-pool sizes, under lru with
+// a state every 512-token chunk (vLLM+-style), lru with Marconi's
+// branch-point admission (the ablation), and marconi (branch admission,
+// utility eviction, alpha tuned online over 500-request windows, retuned
+// every 500 requests).
+// It reports state hits, the token hit rate and the prefill FLOPs saved
+// per replay; one iteration is a whole replay, so run it with
+// -benchtime 1x.
+func BenchmarkMarconiTreeSharedTrace(b *testing.B) {
+	reqs := sharedTrace(b)
+	for _, states := range []int{10, 40, 160} {
+		for _, c := range []struct {
+			name, policy, admission string
+			alpha                   float64
+		}{{"lru", "lru", "chunk", 0}, {"lru+branch", "lru", "branch", 0}, {"marconi", "marconi", "branch", -1}} {
+			b.Run(fmt.Sprintf("states=%d/policy=%s", states, c.name), func(b *testing.B) {
+				var st coresim.MambaStats
+				for b.Loop() {
+					var err error
+					st, err = coresim.RunMamba(coresim.MambaConfig{Capacity: 1_000_000, PageSize: 16, States: states,
+						Policy: c.policy, Admission: c.admission, Alpha: c.alpha, RetuneEvery: 500}, reqs)
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(st.Hits), "hits")
+				b.ReportMetric(st.HitRate, "hit_rate")
+				b.ReportMetric(st.FLOPsSaved, "flops_saved")
+				b.ReportMetric(st.Alpha, "alpha")
+			})
+		}
+	}
+}
