@@ -147,7 +147,7 @@ func replayBlocks(s *settings, l *loaded) (*report, error) {
 			return nil, err
 		}
 		defer eng.Close()
-		be, ok := eng.(coresim.BlockEngine)
+		be, ok := underlying(eng).(coresim.BlockEngine)
 		if !ok {
 			return nil, fmt.Errorf("engine %s has no block cache", s.engine)
 		}

@@ -101,6 +101,22 @@ func (e *timedEngine) Evict(c core.Component, want int, dst []core.Action) ([]co
 	return acts, n, err
 }
 
+// underlying returns the engine inside the CLI's wrappers (timedEngine,
+// runtimeEngine), so optional interfaces such as native.BlocksEngine or
+// native.MambaAlphaSetter are found by a type assertion.
+func underlying(e native.Engine) native.Engine {
+	for {
+		switch w := e.(type) {
+		case *timedEngine:
+			e = w.Engine
+		case *runtimeEngine:
+			e = w.Engine
+		default:
+			return e
+		}
+	}
+}
+
 // runtimeEngine is a wasm engine that owns its runtime: Close closes both.
 type runtimeEngine struct {
 	native.Engine

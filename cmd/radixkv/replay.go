@@ -125,7 +125,7 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	}
 	var tuner *treeTuner
 	if cfg.MambaPolicy == "marconi" && s.marconiAlpha < 0 {
-		setter, ok := eng.(native.MambaAlphaSetter)
+		setter, ok := underlying(eng).(native.MambaAlphaSetter)
 		if !ok || s.mambaCapacity < 3 {
 			eng.Close()
 			pools.Close()
