@@ -322,11 +322,10 @@ func (s *sim) build() error {
 		}
 	}
 	// Load-backs in flight across calls with the abort-loadback fault,
-	// whose aborts land in the middle of them. (Known defect, found here:
-	// with them and delayed transfers, a write-back demotion's host
-	// eviction poisons a host slot an in-flight load-back still reads;
-	// radixkv simulate --seed 37 --ops 2151 --faults delay,abort-loadback
-	// --components full. Until it is fixed they are not on otherwise.)
+	// whose aborts land in the middle of them. (The simulator found a
+	// defect here, fixed since and kept as TestRun_LoadBackHostRead: a
+	// write-back demotion's host eviction poisoned a host slot an
+	// in-flight load-back still read.)
 	async := f[FaultAbortLoad]
 	s.res.AsyncLoadBack = async
 	c, err := native.NewController(eng, fpools, native.ControllerConfig{Canary: true, VerifyMatches: true, AsyncLoadBack: async})
