@@ -90,9 +90,23 @@ func TestParseFaults(t *testing.T) {
 	require.Equal(t, "delay,garbage", FaultList(f))
 	_, err = ParseFaults("nope")
 	require.ErrorContains(t, err, "known: exhaust")
-	_, err = ParseFaults("trap")
-	require.ErrorContains(t, err, "replace its engine")
 	_ = fmt.Sprint()
+}
+
+// TestRun_Trap: guest traps mid-call on every engine and component set,
+// the engine replaced each time, every check passing after every step.
+func TestRun_Trap(t *testing.T) {
+	f, err := ParseFaults("trap,delay,abort-loadback")
+	require.NoError(t, err)
+	for _, eng := range []string{"direct", "inprocess", "wasm"} {
+		for i, set := range sets {
+			t.Run(eng+"/"+set, func(t *testing.T) {
+				res := runOne(t, Config{Seed: uint64(40 + i), Ops: 3000, Faults: f, Engine: eng, Components: set})
+				require.Positive(t, res.Injected["trap"])
+				require.Positive(t, res.Injected["engine_replaced"])
+			})
+		}
+	}
 }
 
 // TestRun_Regressions are violations the simulator found, each at the
