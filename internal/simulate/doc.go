@@ -42,8 +42,9 @@
 // goroutines on the controller with transfers completing on goroutines of
 // their own, for the race detector; it is not reproducible.
 //
-// The trap fault applies to the serial mode only; concurrent mode ignores
-// it.
+// In concurrent mode the trap fault replaces the engine (a restart, with
+// no trap: an injected one would race with the workers' calls) while the
+// workers run requests on it.
 //
 // radixkv simulate is the command line; make soak runs it for a while.
 package simulate

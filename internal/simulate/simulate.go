@@ -206,9 +206,10 @@ func (s *sim) newEngine() (native.Engine, error) {
 }
 
 // maybeTrap arms a guest trap on one of the engine's next few calls (the
-// trap fault, 1 step in 400).
+// trap fault, 1 step in 1,500: a replacement empties the cache, so
+// rarer traps leave the other faults deep cache states to work on).
 func (s *sim) maybeTrap() error {
-	if !s.cfg.Faults[FaultGuestTrap] || s.trapped || s.rng.IntN(400) != 0 {
+	if !s.cfg.Faults[FaultGuestTrap] || s.trapped || s.rng.IntN(1500) != 0 {
 		return nil
 	}
 	s.trapped = true
@@ -896,11 +897,29 @@ func (s *sim) runConcurrent() error {
 	poller.Add(1)
 	go func() {
 		defer poller.Done()
+		prng := rand.New(rand.NewPCG(s.cfg.Seed, 0x7a9))
 		for {
 			select {
 			case <-stop:
 				return
 			default:
+			}
+			if s.cfg.Faults[FaultGuestTrap] && prng.IntN(200) == 0 {
+				// The trap fault here: the engine is replaced while workers
+				// run requests on it and completions arrive on other
+				// goroutines (a restart: injecting a trap would race with
+				// the workers' calls, which only the controller serialises).
+				eng, err := s.newEngine()
+				if err == nil {
+					err = s.c.ReplaceEngine(eng)
+				}
+				if err != nil && !tolerated(err) {
+					pollErr = fmt.Errorf("replace engine: %w", err)
+					return
+				}
+				counts.Lock()
+				s.res.Injected["engine_restarted"]++
+				counts.Unlock()
 			}
 			if err := s.c.Poll(); err != nil && !tolerated(err) {
 				pollErr = fmt.Errorf("poll: %w", err)

@@ -79,6 +79,7 @@ func TestRun_Concurrent(t *testing.T) {
 				res := runOne(t, Config{Seed: uint64(5 + i), Ops: 4000, Faults: faults, Engine: eng, Components: set, Concurrent: true, Workers: 4})
 				require.Positive(t, res.Checks, "the scheduler goroutine audited while requests ran")
 				require.Positive(t, res.Finished)
+				t.Logf("engine restarts while workers ran: %d", res.Injected["engine_restarted"])
 			})
 		}
 	}
