@@ -31,6 +31,7 @@ func init() {
 		OpBlocksStats: "blocks_stats",
 	} {
 		opNames[op] = name
+		opTable[op] = name // opTable was filled before this init ran
 	}
 	codeNames[CodeBlockInUse] = "block_in_use"
 	codeNames[CodeOverRelease] = "over_release"

@@ -40,6 +40,7 @@ func init() {
 		OpSnapshotEndSession: "snapshot_end_session", OpSnapshotStats: "snapshot_stats",
 	} {
 		opNames[op] = name
+		opTable[op] = name // opTable was filled before this init ran
 	}
 	for c, name := range map[Code]string{
 		CodeUnknownKey: "unknown_key", CodeUnknownSession: "unknown_session", CodeWrongAdapter: "wrong_adapter",
