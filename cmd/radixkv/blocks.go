@@ -119,7 +119,11 @@ func replayBlocks(s *settings, l *loaded) (*report, error) {
 			return nil, err
 		}
 		defer eng.Close()
-		be, ok := eng.(coresim.BlockEngine)
+		inner := eng
+		if re, ok := eng.(*runtimeEngine); ok {
+			inner = re.Engine // the wrapper hides the block ops
+		}
+		be, ok := inner.(coresim.BlockEngine)
 		if !ok {
 			return nil, fmt.Errorf("engine %s has no block cache", s.engine)
 		}

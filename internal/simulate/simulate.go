@@ -91,6 +91,10 @@ type Config struct {
 	// for the race detector).
 	Concurrent bool
 	Workers    int
+	// TrapEvery is the trap fault's rate: one step in TrapEvery arms a
+	// trap (0: 1,500; a replacement empties the cache, so rare traps
+	// leave the other faults deep cache states to work on).
+	TrapEvery int
 	// Check, when set, runs after every serial step's own checks; a
 	// non-empty answer is a violation. It lets tests of the reporting and
 	// shrinking plant one.
@@ -206,10 +210,13 @@ func (s *sim) newEngine() (native.Engine, error) {
 }
 
 // maybeTrap arms a guest trap on one of the engine's next few calls (the
-// trap fault, 1 step in 1,500: a replacement empties the cache, so
-// rarer traps leave the other faults deep cache states to work on).
+// trap fault, 1 step in Config.TrapEvery).
 func (s *sim) maybeTrap() error {
-	if !s.cfg.Faults[FaultGuestTrap] || s.trapped || s.rng.IntN(1500) != 0 {
+	every := s.cfg.TrapEvery
+	if every <= 0 {
+		every = 1500
+	}
+	if !s.cfg.Faults[FaultGuestTrap] || s.trapped || s.rng.IntN(every) != 0 {
 		return nil
 	}
 	s.trapped = true

@@ -102,7 +102,7 @@ func TestRun_Trap(t *testing.T) {
 	for _, eng := range []string{"direct", "inprocess", "wasm"} {
 		for i, set := range sets {
 			t.Run(eng+"/"+set, func(t *testing.T) {
-				res := runOne(t, Config{Seed: uint64(40 + i), Ops: 3000, Faults: f, Engine: eng, Components: set})
+				res := runOne(t, Config{Seed: uint64(40 + i), Ops: 3000, Faults: f, Engine: eng, Components: set, TrapEvery: 200})
 				require.Positive(t, res.Injected["trap"])
 				require.Positive(t, res.Injected["engine_replaced"])
 			})
