@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+
+	"github.com/radixkv/radixkv/core"
 )
 
 // This file is the controller's recovery from a failed engine (a guest
@@ -45,7 +47,11 @@ func (c *Controller) ReplaceEngine(eng Engine) error {
 	if old, nw := c.eng.Config(), eng.Config(); !reflect.DeepEqual(old, nw) {
 		return fmt.Errorf("%w: the new engine's configuration differs from the old one's (%+v, was %+v)", ErrInvalidArgument, nw, old)
 	}
-	for _, comp := range eng.Config().Components {
+	comps := eng.Config().Components
+	if len(comps) == 0 {
+		comps = []core.Component{core.Full}
+	}
+	for _, comp := range comps {
 		ev, err := eng.Evictable(comp)
 		if err == nil {
 			var pr int
