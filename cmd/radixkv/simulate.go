@@ -28,7 +28,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("simulate", simulateSynopsis, stderr)
 	seed := fs.Uint64("seed", 1, "seed of the run (and of the first run with --duration)")
 	ops := fs.Int("ops", 100_000, "scheduler steps per engine and component set")
-	faultList := fs.String("faults", "all", "faults to inject, comma-separated: exhaust, pool, delay, transfer, host-full, write-through, abort-loadback, garbage; all or none")
+	faultList := fs.String("faults", "all", "faults to inject, comma-separated: exhaust, pool, delay, transfer, host-full, write-through, abort-loadback, garbage, trap; all or none")
 	engine := fs.String("engine", "direct", "engine: direct, inprocess, wasm or all")
 	components := fs.String("components", "all", "component set: full, full,swa, full,mamba, full,swa,mamba or all")
 	writePolicy := fs.String("write-policy", "", "host-tier write policy: write_through or write_back (default: chosen by the seed)")

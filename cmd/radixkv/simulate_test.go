@@ -52,7 +52,6 @@ func TestSimulate_ViolationShrinks(t *testing.T) {
 func TestSimulate_FlagErrors(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
 		{"--faults nope", "unknown fault"},
-		{"--faults trap", "replace its engine"},
 		{"--engine x", "--engine \"x\""},
 		{"--components full,x", "--components"},
 		{"--ops 0", "--ops 0"},

@@ -80,7 +80,12 @@ type Stats struct {
 	BackupsStale    uint64 // backups rolled back because the tree changed while the copy was in flight
 	LoadBacksFailed uint64 // load-backs abandoned: the device Alloc, the transport or the copy failed
 	FreeRetries     uint64 // pool Frees that failed and were kept for a retry
-	PoisonFailures  uint64 // canary poison records that could not be written before a free
+
+	// Engine replacements (ReplaceEngine after a guest trap).
+	EngineReplacements uint64 // failed engines replaced by fresh ones
+	RequestsLost       uint64 // running requests failed with ErrEngineReplaced
+	SlotsReclaimed     uint64 // slots (all pools) that went back with a lost tree
+	PoisonFailures     uint64 // canary poison records that could not be written before a free
 }
 
 // Controller runs the request lifecycle over an Engine and the pools:
@@ -102,8 +107,9 @@ type Controller struct {
 	bigram bool
 	closed bool
 
-	owned int // slots held by running requests outside the tree
-	live  int // running requests
+	owned int    // slots held by running requests outside the tree
+	live  int    // running requests
+	gen   uint64 // engine generation: ReplaceEngine counts up; a request of another is lost
 	stats Stats
 
 	hy hybrid    // SWA and Mamba pools and accounting; zero for {full}

@@ -140,11 +140,24 @@ func (c *Controller) freeHost(a *core.Action) error {
 		}
 	}
 	// The tree gave them up: poisoned and freed, or kept for a retry.
-	if err := c.freeSlots(h.host[comp], a.Slots); err != nil {
+	// Those a load-back in flight still reads are freed when it completed.
+	now := a.Slots
+	if len(c.xfer.reading) > 0 {
+		now = nil
+		for _, s := range a.Slots {
+			if !c.xfer.isRead(comp, s) {
+				now = append(now, s)
+			}
+		}
+	}
+	if err := c.freeSlots(h.host[comp], now); err != nil {
 		return err
 	}
 	for _, s := range a.Slots {
 		h.held[comp][s>>6] &^= 1 << (uint(s) & 63)
+		if len(now) < len(a.Slots) && c.xfer.isRead(comp, s) {
+			c.xfer.freeLater[hostSlot{comp, s}] = struct{}{}
+		}
 	}
 	h.nHeld[comp] -= len(a.Slots)
 	c.stats.HostFreedSlots += uint64(len(a.Slots))
@@ -313,7 +326,7 @@ func (c *Controller) auditHost() error {
 		}
 		name := core.Component(comp)
 		avail, capa := p.Available(), p.Capacity()
-		mine := c.xfer.taken(p) + c.deferredIn(p)
+		mine := c.xfer.taken(p) + c.deferredIn(p) + c.xfer.heldBack(name)
 		if avail+h.nHeld[comp]+mine != capa {
 			return fmt.Errorf("%w: %s host pool: %d free + %d held by the tree + %d in flight or being freed = %d, capacity %d",
 				ErrAccounting, name, avail, h.nHeld[comp], mine, avail+h.nHeld[comp]+mine, capa)

@@ -29,6 +29,7 @@ type loadJob struct {
 	commit core.LoadBackCommit
 	batch  Batch
 	done   Completion
+	reads  bool // its host reads are recorded (transfers.beginRead)
 }
 
 // own adds (sign 1) or removes (-1) j's device slots to what running
@@ -73,6 +74,7 @@ func (c *Controller) startLoadBack(anchor core.NodeID) (*loadJob, bool, error) {
 	j.hr, j.rc = hr, rc
 	if c.cfg.AsyncLoadBack && !j.done.Done() {
 		c.own(j, 1)
+		c.xfer.beginRead(j)
 		c.xfer.loads = append(c.xfer.loads, j)
 		c.stats.TransfersQueued++
 		return j, true, nil
@@ -188,11 +190,16 @@ func (c *Controller) finishLoad(j *loadJob) (bool, error) {
 	unlock := func(err error) error {
 		return errors.Join(err, c.eng.Unlock(j.anchor, j.rc, false), c.eng.HostUnlock(j.anchor, j.hr))
 	}
-	if err := j.done.Wait(); err != nil {
+	werr := j.done.Wait()
+	rerr := c.endRead(j)
+	if werr != nil {
 		// The batch failed: the load-back is abandoned before the tree
 		// hears of it, and the arrival recomputes.
 		c.stats.LoadBacksFailed++
-		return false, unlock(c.giveBackLoad(j))
+		return false, unlock(errors.Join(rerr, c.giveBackLoad(j)))
+	}
+	if rerr != nil {
+		return false, unlock(errors.Join(rerr, c.giveBackLoad(j)))
 	}
 	c.stats.BytesMoved += uint64(c.movedBytes(&j.batch))
 	acts, err := c.eng.CommitLoadBack(j.anchor, j.commit)
@@ -222,7 +229,7 @@ func (c *Controller) abandonLoad(j *loadJob) error {
 	c.xfer.dropLoad(j)
 	_ = j.done.Wait() // the slots may be written until then
 	c.stats.LoadBacksFailed++
-	return errors.Join(c.giveBackLoad(j), c.eng.Unlock(j.anchor, j.rc, false), c.eng.HostUnlock(j.anchor, j.hr))
+	return errors.Join(c.endRead(j), c.giveBackLoad(j), c.eng.Unlock(j.anchor, j.rc, false), c.eng.HostUnlock(j.anchor, j.hr))
 }
 
 // awaitLoad finishes a loading request's load-back and completes its

@@ -32,6 +32,92 @@ type transfers struct {
 	spare []*backupJob // finished jobs, reused
 	batch Batch        // scratch batch of synchronous copies
 	src   []int32      // scratch sources of synchronous copies
+
+	// reading counts, per host slot, the load-backs in flight that read
+	// it; freeLater holds the host slots the tree gave up (FreeHostSlots)
+	// while one was still read. Such a slot stays allocated, owned by the
+	// controller, until the last batch reading it completed: freeing it at
+	// once would let the canary's poison, or the next backup, write a slot
+	// the copy still reads (a write-back demotion's host eviction does
+	// that under AsyncLoadBack: the Full host lock covers only the anchor,
+	// and a node of its run that another load-back brought to the device
+	// is a coexisting copy host eviction may reclaim).
+	reading   map[hostSlot]int32
+	freeLater map[hostSlot]struct{}
+}
+
+// hostSlot names one slot of one component's host pool.
+type hostSlot struct {
+	comp core.Component
+	slot int32
+}
+
+// hostReads calls f on each host slot j's batch reads.
+func (j *loadJob) hostReads(f func(hostSlot)) {
+	for k := range j.batch.Segments {
+		s := &j.batch.Segments[k]
+		if s.From != Host {
+			continue
+		}
+		for _, x := range s.Src {
+			f(hostSlot{s.Component, x})
+		}
+	}
+}
+
+// beginRead records the host slots j's batch in flight reads.
+func (x *transfers) beginRead(j *loadJob) {
+	if x.reading == nil {
+		x.reading = make(map[hostSlot]int32)
+		x.freeLater = make(map[hostSlot]struct{})
+	}
+	j.reads = true
+	j.hostReads(func(k hostSlot) { x.reading[k]++ })
+}
+
+// isRead reports whether a load-back in flight reads host slot s of comp.
+func (x *transfers) isRead(comp core.Component, s int32) bool {
+	return x.reading[hostSlot{comp, s}] > 0
+}
+
+// heldBack counts the host slots of comp whose free waits for a batch.
+func (x *transfers) heldBack(comp core.Component) int {
+	n := 0
+	for k := range x.freeLater {
+		if k.comp == comp {
+			n++
+		}
+	}
+	return n
+}
+
+// endRead is called once j's batch completed (or failed): it forgets
+// j's reads and frees, poisoned, the host slots whose free waited for
+// the last batch reading them.
+func (c *Controller) endRead(j *loadJob) error {
+	if !j.reads {
+		return nil
+	}
+	j.reads = false
+	x := &c.xfer
+	var late [3][]int32
+	j.hostReads(func(k hostSlot) {
+		if x.reading[k]--; x.reading[k] > 0 {
+			return
+		}
+		delete(x.reading, k)
+		if _, ok := x.freeLater[k]; ok {
+			delete(x.freeLater, k)
+			late[k.comp] = append(late[k.comp], k.slot)
+		}
+	})
+	var err error
+	for comp, s := range late {
+		if len(s) > 0 {
+			err = errors.Join(err, c.freeSlots(c.ht.host[comp], s))
+		}
+	}
+	return err
 }
 
 // backupJob is one node's backup from start to commit.

@@ -243,6 +243,26 @@
 // made, and a Read that fails while verifying is reported as that I/O
 // error, not as a canary mismatch.
 //
+// A host slot that an asynchronous load-back (AsyncLoadBack) is still
+// reading is never freed, reused or poisoned under it: when the tree gives
+// it up meanwhile (a host eviction making room for a write-back demotion),
+// the controller keeps it allocated, counted by Audit, and frees it once
+// the last batch reading it completed.
+//
+// # Engine failures
+//
+// An engine whose guest trapped, failed in transport or answered garbage
+// fails every call with [ErrEngineFailed] (and [ErrGuest]); its tree is
+// lost. [Controller.ReplaceEngine] recovers over the same pools: batches
+// in flight are waited for and dropped, every allocated slot of every pool
+// goes back (the pools list them: [SlotLister]), the fresh engine starts
+// empty, and each request that was running fails its next call with
+// [ErrEngineReplaced] (it is done; the scheduler arrives it again). Audit
+// is whole right after. Running requests are not carried over: their
+// locks and node ids name the old tree, and two of them may share the
+// slots of a prefix the old tree held. [InjectTrap] makes this package's
+// engines fail that way on a chosen call, for tests and the simulator.
+//
 // # Locking rules
 //
 //   - Engines and pools are not safe for concurrent use; they are plain

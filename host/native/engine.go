@@ -153,6 +153,33 @@ type directEngine struct {
 	// blocks is the block-cache facade (made on first use from blocksCfg).
 	blocks    *blockcache.Cache
 	blocksCfg blockcache.Config
+	// An injected trap (InjectTrap): after trapIn more calls, failed is
+	// set and every call fails with it.
+	trapArmed bool
+	trapIn    int
+	failed    error
+}
+
+// down reports whether the engine refuses the call (closed, or failed by
+// an injected trap), counting the call towards an armed trap.
+func (e *directEngine) down() bool {
+	if e.trapArmed {
+		if e.trapIn == 0 {
+			e.trapArmed = false
+			e.failed = fmt.Errorf("%w (%w): %w", ErrGuest, ErrEngineFailed, errInjectedTrap)
+		} else {
+			e.trapIn--
+		}
+	}
+	return e.closed || e.failed != nil
+}
+
+// downErr is the error of a refused call.
+func (e *directEngine) downErr() error {
+	if e.closed {
+		return errEngineClosed
+	}
+	return e.failed
 }
 
 // NewDirectEngine returns the reference Engine: a core.Tree called
@@ -177,289 +204,289 @@ func (e *directEngine) Config() core.Config {
 }
 
 func (e *directEngine) Match(dst []int32, ns core.Namespace, tokens []uint32) (core.MatchResult, error) {
-	if e.closed {
-		return core.MatchResult{Indices: dst}, errEngineClosed
+	if e.down() {
+		return core.MatchResult{Indices: dst}, e.downErr()
 	}
 	return e.t.Match(dst, ns, tokens)
 }
 
 func (e *directEngine) Insert(p core.InsertParams) (core.InsertResult, []core.Action, error) {
-	if e.closed {
-		return core.InsertResult{}, nil, errEngineClosed
+	if e.down() {
+		return core.InsertResult{}, nil, e.downErr()
 	}
 	return e.t.Insert(p)
 }
 
 func (e *directEngine) BeginInsert(p core.InsertParams) (core.InsertStep, error) {
-	if e.closed {
-		return core.InsertStep{}, errEngineClosed
+	if e.down() {
+		return core.InsertStep{}, e.downErr()
 	}
 	return e.t.BeginInsert(p)
 }
 
 func (e *directEngine) ResumeInsert() (core.InsertStep, error) {
-	if e.closed {
-		return core.InsertStep{}, errEngineClosed
+	if e.down() {
+		return core.InsertStep{}, e.downErr()
 	}
 	return e.t.ResumeInsert()
 }
 
 func (e *directEngine) EndInsert() ([]core.Action, error) {
-	if e.closed {
-		return nil, errEngineClosed
+	if e.down() {
+		return nil, e.downErr()
 	}
 	return e.t.EndInsert(), nil
 }
 
 func (e *directEngine) Lock(node core.NodeID, skip core.ComponentSet) (core.Receipt, error) {
-	if e.closed {
-		return core.Receipt{}, errEngineClosed
+	if e.down() {
+		return core.Receipt{}, e.downErr()
 	}
 	return e.t.Lock(node, skip)
 }
 
 func (e *directEngine) Unlock(node core.NodeID, r core.Receipt, skipSWA bool) error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	return e.t.Unlock(node, r, skipSWA)
 }
 
 func (e *directEngine) UnlockSWA(node core.NodeID, r core.Receipt) ([]core.Action, error) {
-	if e.closed {
-		return nil, errEngineClosed
+	if e.down() {
+		return nil, e.downErr()
 	}
 	return e.t.UnlockSWA(node, r)
 }
 
 func (e *directEngine) EvictExcessPathStates(tail core.NodeID) ([]core.Action, error) {
-	if e.closed {
-		return nil, errEngineClosed
+	if e.down() {
+		return nil, e.downErr()
 	}
 	return e.t.EvictExcessPathStates(tail)
 }
 
 func (e *directEngine) Evict(c core.Component, want int, dst []core.Action) ([]core.Action, int, error) {
-	if e.closed {
-		return dst, 0, errEngineClosed
+	if e.down() {
+		return dst, 0, e.downErr()
 	}
 	return e.t.Evict(c, want, dst)
 }
 
 func (e *directEngine) EvictStart(c core.Component, want int) error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	return e.t.EvictStart(c, want)
 }
 
 func (e *directEngine) EvictNext() (core.EvictStep, error) {
-	if e.closed {
-		return core.EvictStep{}, errEngineClosed
+	if e.down() {
+		return core.EvictStep{}, e.downErr()
 	}
 	return e.t.EvictNext()
 }
 
 func (e *directEngine) EvictEnd() error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	e.t.EvictEnd()
 	return nil
 }
 
 func (e *directEngine) Evictable(c core.Component) (int, error) {
-	if e.closed {
-		return 0, errEngineClosed
+	if e.down() {
+		return 0, e.downErr()
 	}
 	return e.t.Evictable(c), nil
 }
 
 func (e *directEngine) Protected(c core.Component) (int, error) {
-	if e.closed {
-		return 0, errEngineClosed
+	if e.down() {
+		return 0, e.downErr()
 	}
 	return e.t.Protected(c), nil
 }
 
 func (e *directEngine) SanityCheck() error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	return e.t.SanityCheck()
 }
 
 func (e *directEngine) Render() (string, error) {
-	if e.closed {
-		return "", errEngineClosed
+	if e.down() {
+		return "", e.downErr()
 	}
 	return e.t.Render(), nil
 }
 
 func (e *directEngine) HostLock(node core.NodeID) (core.Receipt, error) {
-	if e.closed {
-		return core.Receipt{}, errEngineClosed
+	if e.down() {
+		return core.Receipt{}, e.downErr()
 	}
 	return e.t.HostLock(node)
 }
 
 func (e *directEngine) HostUnlock(node core.NodeID, r core.Receipt) error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	return e.t.HostUnlock(node, r)
 }
 
 func (e *directEngine) BackupSpec(node core.NodeID) (core.BackupSpec, error) {
-	if e.closed {
-		return core.BackupSpec{Mamba: -1}, errEngineClosed
+	if e.down() {
+		return core.BackupSpec{Mamba: -1}, e.downErr()
 	}
 	return e.t.BackupSpec(node)
 }
 
 func (e *directEngine) CommitBackup(node core.NodeID, c core.BackupCommit) error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	return e.t.CommitBackup(node, c)
 }
 
 func (e *directEngine) MarkWriteThroughPending(nodes []core.NodeID, ack int64) ([]core.NodeID, error) {
-	if e.closed {
-		return nil, errEngineClosed
+	if e.down() {
+		return nil, e.downErr()
 	}
 	return e.t.MarkWriteThroughPending(nodes, ack)
 }
 
 func (e *directEngine) FinishWriteThrough(nodes []core.NodeID, ack int64) error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	return e.t.FinishWriteThrough(nodes, ack)
 }
 
 func (e *directEngine) Demote(node core.NodeID) ([]core.Action, error) {
-	if e.closed {
-		return nil, errEngineClosed
+	if e.down() {
+		return nil, e.downErr()
 	}
 	return e.t.Demote(node)
 }
 
 func (e *directEngine) DropSubtreeNoHost(node core.NodeID) (bool, []core.Action, error) {
-	if e.closed {
-		return false, nil, errEngineClosed
+	if e.down() {
+		return false, nil, e.downErr()
 	}
 	return e.t.DropSubtreeNoHost(node)
 }
 
 func (e *directEngine) LoadBackPlan(anchor core.NodeID) (core.LoadBackPlan, error) {
-	if e.closed {
-		return core.LoadBackPlan{Mamba: -1}, errEngineClosed
+	if e.down() {
+		return core.LoadBackPlan{Mamba: -1}, e.downErr()
 	}
 	return e.t.LoadBackPlan(anchor)
 }
 
 func (e *directEngine) CommitLoadBack(anchor core.NodeID, c core.LoadBackCommit) ([]core.Action, error) {
-	if e.closed {
-		return nil, errEngineClosed
+	if e.down() {
+		return nil, e.downErr()
 	}
 	return e.t.CommitLoadBack(anchor, c)
 }
 
 func (e *directEngine) FinishLoadBack(anchor core.NodeID) error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	return e.t.FinishLoadBack(anchor)
 }
 
 func (e *directEngine) InsertHost(anchor core.NodeID, ns core.Namespace, tokens []uint32, hostSlots []int32) (core.InsertHostResult, []core.Action, error) {
-	if e.closed {
-		return core.InsertHostResult{}, nil, errEngineClosed
+	if e.down() {
+		return core.InsertHostResult{}, nil, e.downErr()
 	}
 	return e.t.InsertHost(anchor, ns, tokens, hostSlots)
 }
 
 func (e *directEngine) EvictHost(c core.Component, want int, dst []core.Action) ([]core.Action, int, error) {
-	if e.closed {
-		return dst, 0, errEngineClosed
+	if e.down() {
+		return dst, 0, e.downErr()
 	}
 	return e.t.EvictHost(c, want, dst)
 }
 
 func (e *directEngine) StorageSpec(node core.NodeID) (core.StorageSpec, error) {
-	if e.closed {
-		return core.StorageSpec{}, errEngineClosed
+	if e.down() {
+		return core.StorageSpec{}, e.downErr()
 	}
 	return e.t.StorageSpec(node)
 }
 
 func (e *directEngine) BackfillHashes() (int, error) {
-	if e.closed {
-		return 0, errEngineClosed
+	if e.down() {
+		return 0, e.downErr()
 	}
 	return e.t.BackfillHashes(), nil
 }
 
 func (e *directEngine) LinkerChain(node core.NodeID) ([]core.NodeID, error) {
-	if e.closed {
-		return nil, errEngineClosed
+	if e.down() {
+		return nil, e.downErr()
 	}
 	return e.t.LinkerChain(node)
 }
 
 func (e *directEngine) MarkLinkerPending(nodes []core.NodeID, id int64) error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	return e.t.MarkLinkerPending(nodes, id)
 }
 
 func (e *directEngine) FinishLinkerOffload(nodes []core.NodeID, id int64, ok bool) error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	return e.t.FinishLinkerOffload(nodes, id, ok)
 }
 
 func (e *directEngine) MarkLinkerStoredPath(from, until core.NodeID) error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	return e.t.MarkLinkerStoredPath(from, until)
 }
 
 func (e *directEngine) Protect(ns core.Namespace, tokens []uint32) (core.Protection, error) {
-	if e.closed {
-		return core.Protection{}, errEngineClosed
+	if e.down() {
+		return core.Protection{}, e.downErr()
 	}
 	return e.t.Protect(ns, tokens)
 }
 
 func (e *directEngine) Unprotect(serial uint64) error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	return e.t.Unprotect(serial)
 }
 
 func (e *directEngine) SanityCheckOngoing(o core.Ongoing) error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	return e.t.SanityCheckOngoing(o)
 }
 
 func (e *directEngine) TakeEvents(dst []core.Event) ([]core.Event, error) {
-	if e.closed {
-		return dst, errEngineClosed
+	if e.down() {
+		return dst, e.downErr()
 	}
 	return e.t.TakeEvents(dst), nil
 }
 
 func (e *directEngine) Reset() error {
-	if e.closed {
-		return errEngineClosed
+	if e.down() {
+		return e.downErr()
 	}
 	e.t.Reset()
 	e.snap, e.blocks = nil, nil // as the guest does: the next snapshot or block op starts empty

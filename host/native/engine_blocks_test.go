@@ -125,12 +125,14 @@ func TestBlocksEngines_Differential(t *testing.T) {
 func TestBlocksEngines_Workload(t *testing.T) {
 	gc := workload.DefaultGenConfig()
 	gc.Requests = 150
+	const bs, states = 16, 24
+	poolBlocks := 2000
 	if raceEnabled {
-		gc.Requests = 40
+		// Fewer requests, and a pool small enough that they still run it short.
+		gc.Requests, poolBlocks = 40, 800
 	}
 	reqs, err := workload.Generate(gc)
 	require.NoError(t, err)
-	const bs, poolBlocks, states = 16, 2000, 24
 	var final []any
 	for _, k := range engineKinds {
 		eng := newEngine(t, k.new, core.Config{PageSize: bs})

@@ -216,7 +216,7 @@ func (e *wireEngine) roundTripMatch(op abi.Op, dst []int32) error {
 	e.req = abi.AppendRequest(e.req[:0], q)
 	out, err := e.tr.call(e.req)
 	if err != nil {
-		e.failed = fmt.Errorf("%w: %s: %w", ErrGuest, op, err)
+		e.failed = fmt.Errorf("%w (%w): %s: %w", ErrGuest, ErrEngineFailed, op, err)
 		return e.failed
 	}
 	r := &e.r
@@ -227,11 +227,11 @@ func (e *wireEngine) roundTripMatch(op abi.Op, dst []int32) error {
 	}
 	switch {
 	case err != nil:
-		e.failed = fmt.Errorf("%w: %s: undecodable response: %w", ErrGuest, op, err)
+		e.failed = fmt.Errorf("%w (%w): %s: undecodable response: %w", ErrGuest, ErrEngineFailed, op, err)
 		return e.failed
 	case r.ID != q.ID || r.Instance != q.Instance || (r.Op != op && r.Status == abi.StatusOK):
-		e.failed = fmt.Errorf("%w: %s: response %s id=%d instance=%d does not answer request id=%d instance=%d",
-			ErrGuest, op, r.Op, r.ID, r.Instance, q.ID, q.Instance)
+		e.failed = fmt.Errorf("%w (%w): %s: response %s id=%d instance=%d does not answer request id=%d instance=%d",
+			ErrGuest, ErrEngineFailed, op, r.Op, r.ID, r.Instance, q.ID, q.Instance)
 		return e.failed
 	}
 	e.actionsFromWire(r.Actions)
@@ -821,7 +821,7 @@ func (e *wireEngine) RawCall(req []byte) ([]byte, error) {
 	}
 	out, err := e.tr.call(req)
 	if err != nil {
-		e.failed = fmt.Errorf("%w: raw call: %w", ErrGuest, err)
+		e.failed = fmt.Errorf("%w (%w): raw call: %w", ErrGuest, ErrEngineFailed, err)
 		return nil, e.failed
 	}
 	return out, nil

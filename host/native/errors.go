@@ -45,6 +45,18 @@ var (
 	// (see RemoteError). After a transport failure the engine refuses
 	// further calls with the same error; Close it.
 	ErrGuest = errors.New("native: engine guest failure")
+	// ErrEngineFailed reports an engine that can take no more calls: its
+	// guest trapped (or failed in transport, or answered garbage), so the
+	// tree it held is lost. Every later call fails the same way. A
+	// Controller over it recovers with ReplaceEngine (a fresh engine,
+	// every slot back in its pool, running requests failed with
+	// ErrEngineReplaced). It comes together with ErrGuest.
+	ErrEngineFailed = errors.New("native: engine failed, replace it")
+	// ErrEngineReplaced reports a lifecycle call on a request that was
+	// running when its controller replaced a failed engine
+	// (Controller.ReplaceEngine): its slots went back to the pools with
+	// the old tree, and it is done; arrive again.
+	ErrEngineReplaced = errors.New("native: request lost with the engine it ran on; arrive again")
 	// ErrAccounting reports that the slots held by the pool, the tree and
 	// running requests do not add up to the pool's capacity.
 	ErrAccounting = errors.New("native: slot accounting mismatch")

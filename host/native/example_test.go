@@ -1,6 +1,7 @@
 package native_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 
@@ -175,4 +176,56 @@ func Example_hostTier() {
 	// cached 0 (from host 0)
 	// cached 12 (from host 12)
 	// backups 2, demoted 2, load-backs 1, host slots held 24, canary mismatches 0
+}
+
+// ExampleController_ReplaceEngine recovers from a guest trap: the call
+// that meets it fails with ErrEngineFailed, a fresh engine takes the old
+// one's place, every slot is back in its pool, and the request that was
+// running is lost cleanly.
+func ExampleController_ReplaceEngine() {
+	cfg := core.Config{PageSize: 4}
+	eng, err := native.NewInProcessEngine(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	kv, err := native.NewMemPool(32, native.CanaryBytes)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctl, err := native.NewController(eng, native.NewPoolSet(kv), native.ControllerConfig{Canary: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctl.Close()
+	var running []*native.Request
+	for _, p := range [][]uint32{{1, 2, 3, 4, 5, 6}, {1, 2, 3, 4, 9}} {
+		r, err := ctl.Arrive(core.Namespace{}, p)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := ctl.Prefill(r, r.Pending()); err != nil {
+			log.Fatal(err)
+		}
+		running = append(running, r)
+	}
+	if err := native.InjectTrap(eng, 0); err != nil { // the guest traps on its next call
+		log.Fatal(err)
+	}
+	err = ctl.Finish(running[0])
+	fmt.Println("finish failed with the engine:", errors.Is(err, native.ErrEngineFailed))
+
+	fresh, err := native.NewInProcessEngine(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := ctl.ReplaceEngine(fresh); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("audit:", ctl.Audit(), "free slots:", kv.Available())
+	r := running[1]
+	fmt.Println("request lost:", errors.Is(ctl.Finish(r), native.ErrEngineReplaced), r.Done())
+	// Output:
+	// finish failed with the engine: true
+	// audit: <nil> free slots: 32
+	// request lost: true true
 }

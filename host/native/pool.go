@@ -2,6 +2,7 @@ package native
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/radixkv/radixkv/core"
@@ -639,3 +640,28 @@ var (
 	_ PagedPool = (*MmapPool)(nil)
 	_ Pools     = (*PoolSet)(nil)
 )
+
+// SlotLister is a Pool that can list its allocated slots. A Controller
+// needs it to recover from a failed engine (Controller.ReplaceEngine):
+// the slots the lost tree held are known only as the allocated ones no
+// running request owns. This package's pools and pooltest's implement it.
+type SlotLister interface {
+	// Allocated appends every allocated slot to dst, in ascending order.
+	// A wrapper whose pool cannot list returns an error.
+	Allocated(dst []int32) ([]int32, error)
+}
+
+// Allocated implements SlotLister.
+func (p *slotPool) Allocated(dst []int32) ([]int32, error) {
+	if p.closed {
+		return dst, fmt.Errorf("%w: %s", ErrClosed, p.name)
+	}
+	for w, word := range p.used {
+		for word != 0 {
+			b := word & -word
+			word ^= b
+			dst = append(dst, int32(w*64+bits.TrailingZeros64(b)))
+		}
+	}
+	return dst, nil
+}

@@ -36,6 +36,7 @@ type Request struct {
 	load     *loadJob
 	firstLen int
 	done     bool
+	gen      uint64 // the controller's engine generation at arrival
 
 	// SWA: the request holds SWA slots for its own positions from
 	// max(swaEvicted, protected) on; those before swaEvicted left its
@@ -124,6 +125,13 @@ func (c *Controller) usable(r *Request) error {
 	if r.done {
 		return ErrRequestDone
 	}
+	if r.gen != c.gen {
+		// Its engine failed and was replaced: everything it held went
+		// back to the pools with the old tree.
+		r.done, r.load, r.tokens, r.slots, r.mstate = true, nil, nil, nil, -1
+		c.stats.RequestsLost++
+		return fmt.Errorf("%w (the engine was replaced after a failure)", ErrEngineReplaced)
+	}
 	if r.load != nil {
 		// Its load-back is in flight: wait for it and finish arriving.
 		return c.awaitLoad(r)
@@ -163,7 +171,7 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 	if r == nil {
 		r = &Request{}
 	}
-	*r = Request{c: c, ns: ns, tokens: append(c.spareTokenBuf(len(tokens)), tokens...), mstate: -1}
+	*r = Request{c: c, gen: c.gen, ns: ns, tokens: append(c.spareTokenBuf(len(tokens)), tokens...), mstate: -1}
 	m, err := c.eng.Match(c.spareSlotBuf(len(tokens)), ns, tokens)
 	if err != nil {
 		c.recycle(r.tokens, nil)
@@ -615,7 +623,7 @@ func (c *Controller) finishChunkLocked(r *Request, upto int) error {
 func (c *Controller) Abort(r *Request) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r != nil && r.c == c && !r.done && r.load != nil && !c.closed {
+	if r != nil && r.c == c && !r.done && r.gen == c.gen && r.load != nil && !c.closed {
 		// In the middle of its load-back: roll that back, nothing else
 		// is the request's yet.
 		j := r.load

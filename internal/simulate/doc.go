@@ -17,7 +17,14 @@
 //   - abort-loadback: a request is aborted right after an arrival whose
 //     load-back is still in flight;
 //   - garbage: malformed and hostile ABI calls into the engine's guest
-//     between steps (inprocess and wasm engines), which must be refused.
+//     between steps (inprocess and wasm engines), which must be refused;
+//   - trap: the engine's guest traps on one of its next calls
+//     (native.InjectTrap: on the wasm engine its module instance is closed
+//     under the call), in the middle of whatever step makes it; the call
+//     fails with native.ErrEngineFailed and the simulator replaces the
+//     engine (Controller.ReplaceEngine): every slot goes back to its pool,
+//     the running requests fail with native.ErrEngineReplaced, and the
+//     checks go on over the fresh, empty tree.
 //
 // After every step it checks the controller's Audit (the tree's sanity
 // check and every slot accounted, in-flight ones included), that no slot
@@ -35,9 +42,9 @@
 // goroutines on the controller with transfers completing on goroutines of
 // their own, for the race detector; it is not reproducible.
 //
-// Not simulated: a guest trap. Recovering from one needs a controller that
-// can replace its engine and rebuild the tree's state while requests run,
-// which host/native does not have; ParseFaults refuses "trap" saying so.
+// In concurrent mode the trap fault replaces the engine (a restart, with
+// no trap: an injected one would race with the workers' calls) while the
+// workers run requests on it.
 //
 // radixkv simulate is the command line; make soak runs it for a while.
 package simulate

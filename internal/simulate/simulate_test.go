@@ -3,7 +3,6 @@ package simulate
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"testing"
 
@@ -12,20 +11,19 @@ import (
 
 var sets = []string{"full", "full,swa", "full,mamba", "full,swa,mamba"}
 
-// ciFaults is every fault but abort-loadback, whose load-backs in flight
-// across calls hit a known controller defect (TestRun_KnownDefects).
-const ciFaults = "exhaust,pool,delay,transfer,host-full,write-through,garbage"
+// ciFaults is every fault.
+const ciFaults = "all"
 
-var known = flag.Bool("simulate.known", false, "run TestRun_KnownDefects, which fail until the defects are fixed")
-
-// TestRun_KnownDefects are violations the simulator found that are not
-// fixed yet; they run with -simulate.known.
-func TestRun_KnownDefects(t *testing.T) {
-	if !*known {
-		t.Skip("known defect, not fixed yet (run with -simulate.known): with load-backs in flight across calls (AsyncLoadBack) and delayed transfers, a write-back demotion's host eviction (startBackup -> hostRoom -> freeHost) poisons a host slot that an in-flight load-back batch still reads")
-	}
+// TestRun_LoadBackHostRead is the defect the simulator found first: with
+// load-backs in flight across calls (AsyncLoadBack) and delayed
+// transfers, a write-back demotion's host eviction (startBackup ->
+// hostRoom -> freeHost) freed and poisoned a host slot that an in-flight
+// load-back batch still read. The controller now frees such a slot when
+// the last batch reading it completed.
+func TestRun_LoadBackHostRead(t *testing.T) {
 	f, _ := ParseFaults("delay,abort-loadback")
-	runOne(t, Config{Seed: 37, Ops: 2151, Faults: f, Engine: "direct", Components: "full"})
+	res := runOne(t, Config{Seed: 37, Ops: 2151, Faults: f, Engine: "direct", Components: "full"})
+	require.Positive(t, res.Injected["abort-loadback"])
 }
 
 func runOne(t *testing.T, cfg Config) *Result {
@@ -81,6 +79,7 @@ func TestRun_Concurrent(t *testing.T) {
 				res := runOne(t, Config{Seed: uint64(5 + i), Ops: 4000, Faults: faults, Engine: eng, Components: set, Concurrent: true, Workers: 4})
 				require.Positive(t, res.Checks, "the scheduler goroutine audited while requests ran")
 				require.Positive(t, res.Finished)
+				t.Logf("engine restarts while workers ran: %d", res.Injected["engine_restarted"])
 			})
 		}
 	}
@@ -92,9 +91,23 @@ func TestParseFaults(t *testing.T) {
 	require.Equal(t, "delay,garbage", FaultList(f))
 	_, err = ParseFaults("nope")
 	require.ErrorContains(t, err, "known: exhaust")
-	_, err = ParseFaults("trap")
-	require.ErrorContains(t, err, "replace its engine")
 	_ = fmt.Sprint()
+}
+
+// TestRun_Trap: guest traps mid-call on every engine and component set,
+// the engine replaced each time, every check passing after every step.
+func TestRun_Trap(t *testing.T) {
+	f, err := ParseFaults("trap,delay,abort-loadback")
+	require.NoError(t, err)
+	for _, eng := range []string{"direct", "inprocess", "wasm"} {
+		for i, set := range sets {
+			t.Run(eng+"/"+set, func(t *testing.T) {
+				res := runOne(t, Config{Seed: uint64(40 + i), Ops: 3000, Faults: f, Engine: eng, Components: set, TrapEvery: 200})
+				require.Positive(t, res.Injected["trap"])
+				require.Positive(t, res.Injected["engine_replaced"])
+			})
+		}
+	}
 }
 
 // TestRun_Regressions are violations the simulator found, each at the

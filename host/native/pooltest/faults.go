@@ -83,3 +83,13 @@ func (f *FaultPool) Copy(dst, src int32) error {
 }
 
 var _ native.Pool = (*FaultPool)(nil)
+
+// Allocated implements native.SlotLister when the wrapped pool does; it
+// injects no fault.
+func (f *FaultPool) Allocated(dst []int32) ([]int32, error) {
+	l, ok := f.Pool.(native.SlotLister)
+	if !ok {
+		return dst, fmt.Errorf("%w: the wrapped %T cannot list its slots", native.ErrInvalidArgument, f.Pool)
+	}
+	return l.Allocated(dst)
+}

@@ -404,3 +404,14 @@ var (
 	_ native.Transport = (*Transport)(nil)
 	_ native.Pool      = (*guarded)(nil)
 )
+
+// Allocated implements native.SlotLister when the wrapped pool does.
+func (g *guarded) Allocated(dst []int32) ([]int32, error) {
+	g.t.mu.Lock()
+	defer g.t.mu.Unlock()
+	l, ok := g.p.(native.SlotLister)
+	if !ok {
+		return dst, fmt.Errorf("%w: the wrapped %T cannot list its slots", native.ErrInvalidArgument, g.p)
+	}
+	return l.Allocated(dst)
+}
