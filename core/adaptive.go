@@ -54,38 +54,16 @@ func (t *Tree) crfAdd(crf, now int64) int64 {
 	return hi + h*crfTable[i]/1024
 }
 
-// ghostKey names an evicted leaf: its parent, namespace and first page.
-type ghostKey struct {
-	parent NodeID
-	ns     uint32
-	hash   uint64
-}
-
-type ghost struct {
-	atoms int
-	crf   int64
-	seq   uint64 // matches the ring entry that owns it
-}
-
-type ghostRef struct {
-	key ghostKey
-	seq uint64
-}
-
 // adaptState is the learning state of the lrfu policy.
 type adaptState struct {
-	horizon int64 // smoothed age of recent victims, in ticks
-	ghosts  map[ghostKey]ghost
-	ring    []ghostRef // FIFO of ghost insertions, oldest at head
-	head    int
-	seq     uint64
-	atoms   int   // atoms the live ghosts stand for
-	hits    int64 // ghost hits so far
+	horizon int64           // smoothed age of recent victims, in ticks
+	ghosts  ghostSet[int64] // evicted leaves' decayed counts
+	hits    int64           // ghost hits so far
 }
 
 func (a *adaptState) reset() {
-	clear(a.ghosts)
-	*a = adaptState{ghosts: a.ghosts, ring: a.ring[:0]}
+	a.ghosts.reset()
+	*a = adaptState{ghosts: a.ghosts}
 }
 
 func lrfuKey(_ *Tree, n *node) (int64, int64) { return n.crf, n.lastAccess }
@@ -98,32 +76,9 @@ func lrfuEvict(t *Tree, n *node) {
 	if n.parent == nilIdx {
 		return
 	}
-	if a.ghosts == nil {
-		a.ghosts = make(map[ghostKey]ghost)
-	}
-	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
-	if old, ok := a.ghosts[k]; ok {
-		a.atoms -= old.atoms
-	}
-	a.seq++
-	g := ghost{atoms: len(n.dev[Full]), crf: n.crf, seq: a.seq}
-	a.ghosts[k] = g
-	a.atoms += g.atoms
-	a.ring = append(a.ring, ghostRef{k, a.seq})
 	// Keep ghosts for about as many atoms as the cache holds.
-	limit := t.evictable[Full] + t.protected[Full]
-	for a.atoms > limit && a.head < len(a.ring) {
-		r := a.ring[a.head]
-		a.head++
-		if g, ok := a.ghosts[r.key]; ok && g.seq == r.seq {
-			delete(a.ghosts, r.key)
-			a.atoms -= g.atoms
-		}
-	}
-	if a.head > 64 && a.head > len(a.ring)/2 {
-		a.ring = a.ring[:copy(a.ring, a.ring[a.head:])]
-		a.head = 0
-	}
+	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
+	a.ghosts.put(k, n.crf, len(n.dev[Full]), t.evictable[Full]+t.protected[Full])
 }
 
 // lrfuInsert gives a new leaf that recreates an evicted one its history.
@@ -131,12 +86,10 @@ func lrfuInsert(t *Tree, i int32) {
 	a := &t.adapt
 	n := &t.nodes[i]
 	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
-	g, ok := a.ghosts[k]
+	crf, ok := a.ghosts.take(k)
 	if !ok {
 		return
 	}
-	delete(a.ghosts, k)
-	a.atoms -= g.atoms
 	a.hits++
-	n.crf = t.crfAdd(g.crf, n.lastAccess)
+	n.crf = t.crfAdd(crf, n.lastAccess)
 }

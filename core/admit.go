@@ -35,28 +35,22 @@ package core
 const admitHistory = 16
 
 type admitGhost struct {
-	atoms   int
-	seq     uint64 // matches the ring entry that owns it
-	evicted int64  // the evicted-atom count at its eviction
-	reused  bool   // the victim had been reused
+	evicted int64 // the evicted-atom count at its eviction
+	reused  bool  // the victim had been reused
 }
 
 // admitState is the admit policy's learning state.
 type admitState struct {
 	window  int64 // W, in ticks
-	ghosts  map[ghostKey]admitGhost
-	ring    []ghostRef
-	head    int
-	seq     uint64
-	atoms   int   // atoms the live ghosts stand for
+	ghosts  ghostSet[admitGhost]
 	evicted int64 // atoms evicted so far
 	grows   int64 // ghost hits that grew W
 	shrinks int64 // ghost hits that shrank W
 }
 
 func (a *admitState) reset() {
-	clear(a.ghosts)
-	*a = admitState{ghosts: a.ghosts, ring: a.ring[:0]}
+	a.ghosts.reset()
+	*a = admitState{ghosts: a.ghosts}
 }
 
 func admitKey(t *Tree, n *node) (int64, int64) {
@@ -75,29 +69,8 @@ func admitEvict(t *Tree, n *node) {
 	if n.parent == nilIdx {
 		return
 	}
-	if a.ghosts == nil {
-		a.ghosts = make(map[ghostKey]admitGhost)
-	}
 	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
-	if old, ok := a.ghosts[k]; ok {
-		a.atoms -= old.atoms
-	}
-	a.seq++
-	a.ghosts[k] = admitGhost{atoms: atoms, seq: a.seq, evicted: a.evicted, reused: n.reused}
-	a.atoms += atoms
-	a.ring = append(a.ring, ghostRef{k, a.seq})
-	for a.atoms > admitHistory*cache && a.head < len(a.ring) {
-		r := a.ring[a.head]
-		a.head++
-		if g, ok := a.ghosts[r.key]; ok && g.seq == r.seq {
-			delete(a.ghosts, r.key)
-			a.atoms -= g.atoms
-		}
-	}
-	if a.head > 64 && a.head > len(a.ring)/2 {
-		a.ring = a.ring[:copy(a.ring, a.ring[a.head:])]
-		a.head = 0
-	}
+	a.ghosts.put(k, admitGhost{evicted: a.evicted, reused: n.reused}, atoms, admitHistory*cache)
 }
 
 // admitInsert marks a new leaf that recreates an evicted one as reused and
@@ -106,12 +79,10 @@ func admitInsert(t *Tree, i int32) {
 	a := &t.admit
 	n := &t.nodes[i]
 	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
-	g, ok := a.ghosts[k]
+	g, ok := a.ghosts.take(k)
 	if !ok {
 		return
 	}
-	delete(a.ghosts, k)
-	a.atoms -= g.atoms
 	n.reused = true
 	if a.evicted-g.evicted > int64(t.evictable[Full]+t.protected[Full]) {
 		return // too old to say which class was cut wrongly
