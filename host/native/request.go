@@ -115,6 +115,17 @@ func (c *Controller) alignedAtoms(n int) int {
 	return n / c.page * c.page
 }
 
+// ready is usable, then poll: a lifecycle call's first step, which also
+// completes the transfers that finished meanwhile and retries kept frees.
+func (c *Controller) ready(r *Request) error {
+	if err := c.usable(r); err != nil {
+		return err
+	}
+	return c.poll()
+}
+
+// usable checks that the controller is open and r is one of its running
+// requests (not done, and not from before an engine replacement).
 func (c *Controller) usable(r *Request) error {
 	if c.closed {
 		return fmt.Errorf("%w: controller", ErrClosed)
@@ -290,10 +301,7 @@ func (c *Controller) arriveMatched(r *Request, m core.MatchResult, hostHit int) 
 func (c *Controller) Prefill(r *Request, n int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.usable(r); err != nil {
-		return err
-	}
-	if err := c.poll(); err != nil {
+	if err := c.ready(r); err != nil {
 		return err
 	}
 	if n < 0 || n > r.Pending() {
@@ -308,10 +316,7 @@ func (c *Controller) Prefill(r *Request, n int) error {
 func (c *Controller) Extend(r *Request, tokens ...uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.usable(r); err != nil {
-		return err
-	}
-	if err := c.poll(); err != nil {
+	if err := c.ready(r); err != nil {
 		return err
 	}
 	r.tokens = append(r.tokens, tokens...)
@@ -462,10 +467,7 @@ func (c *Controller) retire(r *Request) {
 func (c *Controller) Finish(r *Request) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.usable(r); err != nil {
-		return err
-	}
-	if err := c.poll(); err != nil {
+	if err := c.ready(r); err != nil {
 		return err
 	}
 	computed := len(r.slots)
@@ -521,10 +523,7 @@ func (c *Controller) Finish(r *Request) error {
 func (c *Controller) FinishChunk(r *Request, upto int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.usable(r); err != nil {
-		return err
-	}
-	if err := c.poll(); err != nil {
+	if err := c.ready(r); err != nil {
 		return err
 	}
 	if upto < 0 || upto > len(r.slots) {
