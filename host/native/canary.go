@@ -154,6 +154,20 @@ func (c *Controller) writeComputed(r *Request, start int) error {
 				e = i + 1
 			}
 			run := mem.mem[int(s)*mem.sz : int(s)*mem.sz+(e-i)*mem.sz]
+			if mem.sz == CanaryBytes {
+				// Records back to back: walk run and the run's tokens
+				// together by reslicing, so the loop carries no index
+				// arithmetic or bounds checks besides the chain step.
+				tk := toks[i:e]
+				for len(run) >= CanaryBytes && len(tk) > 0 {
+					h = canaryStep(h, tk[0])
+					binary.LittleEndian.PutUint64(run, h)
+					binary.LittleEndian.PutUint64(run[8:], uint64(i))
+					run, tk = run[CanaryBytes:], tk[1:]
+					i++
+				}
+				continue
+			}
 			for off := 0; off+CanaryBytes <= len(run); off += mem.sz {
 				h = canaryStep(h, toks[i])
 				binary.LittleEndian.PutUint64(run[off:off+8], h)
@@ -238,13 +252,17 @@ func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, s
 		// This package's pools: compare in place up to the first
 		// mismatch, then slot by slot through the Pool calls.
 		k := 0
-		for ; k < len(slots); k++ {
-			g := canaryStep(h, tokens[k])
-			rec := mem.slot(slots[k])
-			if binary.LittleEndian.Uint64(rec[0:8]) != g || binary.LittleEndian.Uint64(rec[8:16]) != uint64(k) {
-				break
+		if mem.sz == CanaryBytes {
+			h, k = verifyRuns(mem.mem, h, tokens, slots)
+		} else {
+			for ; k < len(slots); k++ {
+				g := canaryStep(h, tokens[k])
+				rec := mem.slot(slots[k])
+				if binary.LittleEndian.Uint64(rec[0:8]) != g || binary.LittleEndian.Uint64(rec[8:16]) != uint64(k) {
+					break
+				}
+				h = g
 			}
-			h = g
 		}
 		c.stats.CanaryChecked += uint64(k)
 		if k == len(slots) {
@@ -253,6 +271,41 @@ func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, s
 		return c.verifyFrom(ns, h, tokens, slots, k, w)
 	}
 	return c.verifyFrom(ns, h, tokens, slots, 0, w)
+}
+
+// verifyRuns is verifyChain's in-place check when the records fill whole
+// slots (mem holds one CanaryBytes record per slot): it checks every slot
+// of a run of consecutive slots (a page) against the chain in one
+// sequential sweep, and returns the chain value and the position of the
+// first slot it did not confirm (len(slots) when all match), exactly as
+// the slot-by-slot loop does. A slot past the end of mem stops the sweep
+// there too, so verifyFrom's Pool calls report it.
+func verifyRuns(mem []byte, h uint64, tokens []uint32, slots []int32) (uint64, int) {
+	k := 0
+	for k < len(slots) {
+		s := slots[k]
+		e := k + 1
+		for e < len(slots) && slots[e] == slots[e-1]+1 {
+			e++
+		}
+		room := len(mem)/CanaryBytes - int(s) // slots from s to the end of mem
+		if s < 0 || room <= 0 {
+			return h, k
+		}
+		if e-k > room {
+			e = k + room
+		}
+		run, tk := mem[int(s)*CanaryBytes:(int(s)+e-k)*CanaryBytes], tokens[k:e]
+		for len(run) >= CanaryBytes && len(tk) > 0 {
+			g := canaryStep(h, tk[0])
+			if binary.LittleEndian.Uint64(run) != g || binary.LittleEndian.Uint64(run[8:]) != uint64(k) {
+				return h, k
+			}
+			h, run, tk = g, run[CanaryBytes:], tk[1:]
+			k++
+		}
+	}
+	return h, k
 }
 
 // verifyFrom is verifyChain from position k on, through the Pool calls.
