@@ -40,26 +40,40 @@ func goList(t *testing.T, args ...string) []string {
 	return strings.Fields(string(out))
 }
 
-// TestDeps_StandardLibraryOnly: everything core links is the standard
-// library (the first path element of a module path has a dot).
+// corePrefix is the import path of core and its sub-packages (the block
+// cache, the snapshot index, the FLOP model), which are held to the same
+// rules and may import each other.
+const corePrefix = "github.com/radixkv/radixkv/core"
+
+// corePackage is one package of ./... seen from core's directory.
+type corePackage struct{ path, dir string }
+
+func corePackages(t *testing.T) []corePackage {
+	t.Helper()
+	var out []corePackage
+	for _, line := range strings.Split(strings.Join(goList(t, "-f", "{{.ImportPath}}={{.Dir}}", "./..."), "\n"), "\n") {
+		path, dir, ok := strings.Cut(line, "=")
+		require.True(t, ok, "go list line %q", line)
+		out = append(out, corePackage{path, dir})
+	}
+	require.True(t, slices.ContainsFunc(out, func(p corePackage) bool { return p.path == corePrefix }), "core is not in %v", out)
+	return out
+}
+
+// TestDeps_StandardLibraryOnly: everything core and its sub-packages link
+// is the standard library (the first path element of a module path has a
+// dot) or core itself.
 func TestDeps_StandardLibraryOnly(t *testing.T) {
-	self := goList(t, ".")
-	require.Len(t, self, 1)
-	deps := goList(t, "-deps", ".")
-	require.Contains(t, deps, self[0])
-	for _, p := range deps {
-		if p == self[0] {
-			continue
+	for _, pkg := range corePackages(t) {
+		for _, p := range goList(t, "-deps", pkg.path) {
+			if p == corePrefix || strings.HasPrefix(p, corePrefix+"/") {
+				continue // checked as one of corePackages
+			}
+			first, _, _ := strings.Cut(p, "/")
+			require.NotContains(t, first, ".", "%s depends on non-standard package %s", pkg.path, p)
+			// Randomness is not even linked in, directly or not.
+			require.NotContains(t, neverLinked, p, "%s links %s", pkg.path, p)
 		}
-		// core/flops is our own std-only leaf (the hybrid model's counts);
-		// its own imports are in this list too and checked like core's.
-		if p == "github.com/radixkv/radixkv/core/flops" {
-			continue
-		}
-		first, _, _ := strings.Cut(p, "/")
-		require.NotContains(t, first, ".", "core depends on non-standard package %s", p)
-		// Randomness is not even linked in, directly or not.
-		require.NotContains(t, neverLinked, p, "core links %s", p)
 	}
 }
 
@@ -70,10 +84,11 @@ var neverLinked = []string{"math/rand", "math/rand/v2", "crypto/rand", "net", "o
 // transitively, fmt through os for instance; what matters is that the
 // core never calls them.)
 func TestDeps_NoForbiddenImports(t *testing.T) {
-	imports := goList(t, "-f", "{{join .Imports \" \"}}", ".")
-	require.NotEmpty(t, imports)
-	for _, p := range imports {
-		require.NotContains(t, forbiddenImports, p, "core imports %s", p)
+	for _, pkg := range corePackages(t) {
+		imports := goList(t, "-f", "{{join .Imports \" \"}}", pkg.path)
+		for _, p := range imports {
+			require.NotContains(t, forbiddenImports, p, "%s imports %s", pkg.path, p)
+		}
 	}
 	// The same from the sources, including files for other GOOS/GOARCH
 	// that go list would not show.
@@ -103,21 +118,24 @@ type parsedFile struct {
 	file *ast.File
 }
 
-// parseCoreSources parses every non-test Go file of the package directory.
+// parseCoreSources parses every non-test Go file of core and its
+// sub-packages.
 func parseCoreSources(t *testing.T) []parsedFile {
 	t.Helper()
-	names, err := filepath.Glob("*.go")
-	require.NoError(t, err)
 	var out []parsedFile
 	fset := token.NewFileSet()
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+	for _, pkg := range corePackages(t) {
+		names, err := filepath.Glob(filepath.Join(pkg.dir, "*.go"))
 		require.NoError(t, err)
-		out = append(out, parsedFile{name: name, fset: fset, file: f})
+		for _, name := range names {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+			require.NoError(t, err)
+			out = append(out, parsedFile{name: name, fset: fset, file: f})
+		}
 	}
-	require.True(t, slices.ContainsFunc(out, func(p parsedFile) bool { return p.name == "tree.go" }), "parsed the wrong directory")
+	require.True(t, slices.ContainsFunc(out, func(p parsedFile) bool { return filepath.Base(p.name) == "tree.go" }), "parsed the wrong directory")
 	return out
 }
