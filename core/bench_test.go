@@ -155,25 +155,7 @@ func BenchmarkInsert(b *testing.B) {
 		for _, set := range benchSets {
 			b.Run(fmt.Sprintf("page=%d/%s", page, set.name), func(b *testing.B) {
 				t := newSetTree(b, set, page)
-				keys := make([][]uint32, insertBatch)
-				for k := range keys {
-					keys[k] = benchKey(uint32(k)*benchKeyLen, benchKeyLen)
-				}
-				slots := benchSlots(0, benchKeyLen)
-				k := 0
-				b.ReportAllocs()
-				for b.Loop() {
-					if k == insertBatch {
-						b.StopTimer()
-						t.Reset()
-						k = 0
-						b.StartTimer()
-					}
-					if _, _, err := t.Insert(core.InsertParams{Tokens: keys[k], Slots: slots, MambaSlot: int32(k)}); err != nil {
-						b.Fatal(err)
-					}
-					k++
-				}
+				insertBatches(b, t)
 				reportPerToken(b, benchKeyLen)
 			})
 		}
@@ -374,5 +356,30 @@ func BenchmarkSetOverhead(b *testing.B) {
 			b.ReportMetric(per(1)/per(0), "swa/full")
 			b.ReportMetric(per(2)/per(0), "mamba/full")
 		})
+	}
+}
+
+// insertBatches times inserts of insertBatch distinct keys of benchKeyLen
+// tokens into t (each with a Mamba state, which trees without Mamba
+// ignore), resetting t with the timer stopped whenever the batch is used up.
+func insertBatches(b *testing.B, t *core.Tree) {
+	keys := make([][]uint32, insertBatch)
+	for k := range keys {
+		keys[k] = benchKey(uint32(k)*benchKeyLen, benchKeyLen)
+	}
+	slots := benchSlots(0, benchKeyLen)
+	k := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if k == insertBatch {
+			b.StopTimer()
+			t.Reset()
+			k = 0
+			b.StartTimer()
+		}
+		if _, _, err := t.Insert(core.InsertParams{Tokens: keys[k], Slots: slots, MambaSlot: int32(k)}); err != nil {
+			b.Fatal(err)
+		}
+		k++
 	}
 }

@@ -39,25 +39,7 @@ func BenchmarkPolicyCost(b *testing.B) {
 	for _, p := range pols {
 		b.Run(fmt.Sprintf("op=insert/policy=%s", p), func(b *testing.B) {
 			t := newTree(b, p)
-			keys := make([][]uint32, insertBatch)
-			for k := range keys {
-				keys[k] = benchKey(uint32(k)*benchKeyLen, benchKeyLen)
-			}
-			slots := benchSlots(0, benchKeyLen)
-			k := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				if k == insertBatch {
-					b.StopTimer()
-					t.Reset()
-					k = 0
-					b.StartTimer()
-				}
-				if _, _, err := t.Insert(core.InsertParams{Tokens: keys[k], Slots: slots}); err != nil {
-					b.Fatal(err)
-				}
-				k++
-			}
+			insertBatches(b, t)
 			reportPerToken(b, benchKeyLen)
 		})
 	}
