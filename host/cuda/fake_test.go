@@ -569,14 +569,7 @@ func controllerOn(t *testing.T, dev *Device, cfg core.Config, host bool, wp core
 			pc.HostStates = 12
 		}
 	}
-	ps, err := NewPools(dev, pc)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, ps.Close()) })
-	eng, err := native.NewDirectEngine(cfg)
-	require.NoError(t, err)
-	c, err := native.NewController(eng, ps, native.ControllerConfig{Canary: true, VerifyMatches: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c, ps := newCanaryController(t, dev, pc, cfg)
 	workload(t, c, seed, steps)
 	st := c.Stats()
 	require.Zero(t, st.CanaryMismatches)
@@ -750,14 +743,7 @@ func TestController_FaultyDriver(t *testing.T) {
 				if has(cfg, core.Mamba) {
 					pc.States, pc.HostStates = 10, 12
 				}
-				ps, err := NewPools(dev, pc)
-				require.NoError(t, err)
-				t.Cleanup(func() { require.NoError(t, ps.Close()) })
-				eng, err := native.NewDirectEngine(cfg)
-				require.NoError(t, err)
-				c, err := native.NewController(eng, ps, native.ControllerConfig{Canary: true, VerifyMatches: true})
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = c.Close() })
+				c, ps := newCanaryController(t, dev, pc, cfg)
 				// Audit reads slots (the canary) too: run it on a healthy driver,
 				// every 10 steps (reconfiguring restarts the fault counts).
 				audit := func(step int) {
@@ -913,4 +899,20 @@ func TestPools_KernelChunks(t *testing.T) {
 		require.NoError(t, ps.Pool(core.Full, native.Host).Read(h[i], got))
 		require.Equal(t, fmt.Sprintf("%016d", i), string(got))
 	}
+}
+
+// newCanaryController is a controller on a direct engine over the CUDA
+// pools it returns, built from pc, with the canary writing and verifying every slot; the
+// pools and the controller close when the test ends.
+func newCanaryController(t *testing.T, dev *Device, pc PoolsConfig, cfg core.Config) (*native.Controller, *Pools) {
+	t.Helper()
+	ps, err := NewPools(dev, pc)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ps.Close()) })
+	eng, err := native.NewDirectEngine(cfg)
+	require.NoError(t, err)
+	c, err := native.NewController(eng, ps, native.ControllerConfig{Canary: true, VerifyMatches: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, ps
 }
