@@ -178,11 +178,14 @@ func (t *Tree) retickPath(best int32) {
 	}
 	t.tick += k
 	tick := t.tick
+	decays := t.cfg.policy.decays
 	for i := best; i != nilIdx; i = t.nodes[i].parent {
 		n := &t.nodes[i]
 		n.lastAccess = tick
 		n.credit = t.inflation + n.hits
-		n.crf = t.crfAdd(n.crf, tick)
+		if decays {
+			n.crf = t.crfAdd(n.crf, tick)
+		}
 		n.reused = true
 		tick--
 	}

@@ -16,6 +16,9 @@ type policy struct {
 	// the chosen leaf (the rest stays cached) instead of the whole leaf; in
 	// a Full-only tree (auxiliary values are not split by eviction).
 	trim bool
+	// decays makes each match fold into a node's decayed frequency (lrfu's
+	// crf); other policies skip that work on the match path.
+	decays bool
 }
 
 var policies = []policy{
@@ -39,7 +42,7 @@ var policies = []policy{
 		onEvict: func(t *Tree, n *node) { t.inflation = max(t.inflation, n.credit) }},
 	// lrfu is decayed frequency with adaptive half-life, ghost history and
 	// trimming eviction (adaptive.go).
-	{name: "lrfu", key: lrfuKey, onEvict: lrfuEvict, onInsert: lrfuInsert, trim: true},
+	{name: "lrfu", key: lrfuKey, onEvict: lrfuEvict, onInsert: lrfuInsert, trim: true, decays: true},
 	// admit is lru with learned TinyLFU-style admission: never-reused
 	// leaves past a window go first (admit.go).
 	{name: "admit", key: admitKey, onEvict: admitEvict, onInsert: admitInsert, trim: true},
