@@ -178,13 +178,16 @@ func (t *Tree) retickPath(best int32) {
 	}
 	t.tick += k
 	tick := t.tick
-	decays := t.cfg.policy.decays
+	decays, counts := t.cfg.policy.decays, t.cfg.policy.counts
 	for i := best; i != nilIdx; i = t.nodes[i].parent {
 		n := &t.nodes[i]
 		n.lastAccess = tick
 		n.credit = t.inflation + n.hits
 		if decays {
 			n.crf = t.crfAdd(n.crf, tick)
+		}
+		if counts && !n.reused && n.parent != nilIdx {
+			t.branchReturn(n.parent)
 		}
 		n.reused = true
 		tick--

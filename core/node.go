@@ -66,6 +66,8 @@ type node struct {
 	credit     int64 // gdsf: inflation at last access + hits
 	crf        int64 // lrfu: decayed count of matches, log domain (adaptive.go)
 	reused     bool  // admit: matched again, or recreated from a ghost (admit.go)
+	births     int32 // branch: new leaves created under the node (branch.go)
+	returns    int32 // branch: leaves under the node that came back
 	queued     int32 // live protections (queued requests) counting this node (protect.go)
 	mstamp     int64 // tick when the Mamba device state was last used (marconi)
 

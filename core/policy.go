@@ -19,6 +19,9 @@ type policy struct {
 	// decays makes each match fold into a node's decayed frequency (lrfu's
 	// crf); other policies skip that work on the match path.
 	decays bool
+	// counts makes a match count a node's first return at its parent
+	// (branch's statistic).
+	counts bool
 }
 
 var policies = []policy{
@@ -46,6 +49,9 @@ var policies = []policy{
 	// admit is lru with learned TinyLFU-style admission: never-reused
 	// leaves past a window go first (admit.go).
 	{name: "admit", key: admitKey, onEvict: admitEvict, onInsert: admitInsert, trim: true},
+	// branch is admit that also keeps the new tails of branches whose
+	// tails come back, learned per node (branch.go).
+	{name: "branch", key: branchKey, onEvict: branchEvict, onInsert: branchInsert, trim: true, counts: true},
 }
 
 // PolicyNames lists the known eviction policies.

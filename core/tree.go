@@ -36,6 +36,8 @@ type Tree struct {
 	adapt adaptState
 	// admit is the admit policy's learning state (admit.go).
 	admit admitState
+	// branch is the branch policy's learning state (branch.go).
+	branch branchState
 
 	nsIDs  map[Namespace]uint32
 	nsList []Namespace
@@ -112,6 +114,7 @@ func New(cfg Config) (*Tree, error) {
 	}
 	t.initRoot()
 	t.clearLRUs()
+	t.branch.reset()
 	return t, nil
 }
 
@@ -165,6 +168,7 @@ func (t *Tree) Reset() {
 	t.inflation = 0
 	t.adapt.reset()
 	t.admit.reset()
+	t.branch.reset()
 	t.evictable = [numComponents]int{}
 	t.protected = [numComponents]int{}
 	t.dset = t.dset[:0]
