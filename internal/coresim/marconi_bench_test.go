@@ -14,7 +14,7 @@ var sharedTracePaths = []string{
 	"../../shared/traces/mooncake_synthetic_trace.jsonl",
 }
 
-func sharedTrace(b *testing.B) []workload.Request {
+func sharedTrace(b testing.TB) []workload.Request {
 	for _, p := range sharedTracePaths {
 		f, err := os.Open(p)
 		if err != nil {
