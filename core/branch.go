@@ -25,7 +25,7 @@ package core
 //
 // Cost per access: a counter on the matched path where a leaf comes back
 // for the first time, a counter per new leaf, and admit's map probe per new
-// leaf and map insert per victim; the key is O(1) (two divisions).
+// leaf and map insert per victim; the key is O(1) (three divisions).
 
 // branchState is the branch policy's learning state.
 type branchState struct {
