@@ -66,6 +66,7 @@ type node struct {
 	credit     int64 // gdsf: inflation at last access + hits
 	crf        int64 // lrfu: decayed count of matches, log domain (adaptive.go)
 	reused     bool  // admit: matched again, or recreated from a ghost (admit.go)
+	returns    uint8 // lhd: matches and recreations from a ghost, saturating (lhd.go)
 	queued     int32 // live protections (queued requests) counting this node (protect.go)
 	mstamp     int64 // tick when the Mamba device state was last used (marconi)
 

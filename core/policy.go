@@ -19,6 +19,9 @@ type policy struct {
 	// decays makes each match fold into a node's decayed frequency (lrfu's
 	// crf); other policies skip that work on the match path.
 	decays bool
+	// onMatch lets a policy see each node a match walks through, before
+	// it is restamped (lhd's hit histogram).
+	onMatch func(t *Tree, n *node)
 }
 
 var policies = []policy{
@@ -46,6 +49,9 @@ var policies = []policy{
 	// admit is lru with learned TinyLFU-style admission: never-reused
 	// leaves past a window go first (admit.go).
 	{name: "admit", key: admitKey, onEvict: admitEvict, onInsert: admitInsert, trim: true},
+	// lhd ranks leaves by learned hit density per class of returns and age
+	// (lhd.go).
+	{name: "lhd", key: lhdKey, onEvict: lhdEvict, onInsert: lhdInsert, onMatch: lhdMatch, trim: true},
 }
 
 // PolicyNames lists the known eviction policies.

@@ -36,6 +36,8 @@ type Tree struct {
 	adapt adaptState
 	// admit is the admit policy's learning state (admit.go).
 	admit admitState
+	// lhd is the lhd policy's learning state (lhd.go).
+	lhd lhdState
 
 	nsIDs  map[Namespace]uint32
 	nsList []Namespace
@@ -165,6 +167,7 @@ func (t *Tree) Reset() {
 	t.inflation = 0
 	t.adapt.reset()
 	t.admit.reset()
+	t.lhd.reset()
 	t.evictable = [numComponents]int{}
 	t.protected = [numComponents]int{}
 	t.dset = t.dset[:0]

@@ -7,7 +7,7 @@ import (
 	"github.com/radixkv/radixkv/workload"
 )
 
-// TestLRFU_NotBelowLRU holds lrfu and admit to the bar of issue 16 on the built-in
+// TestLRFU_NotBelowLRU holds lrfu, admit and lhd to the bar of issue 16 on the built-in
 // generator's workloads (seeds 1-5, the sweep's default capacities): never
 // more than 2% (relative) below lru's hit rate.
 func TestLRFU_NotBelowLRU(t *testing.T) {
@@ -26,7 +26,7 @@ func TestLRFU_NotBelowLRU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, p := range []string{"lrfu", "admit"} {
+			for _, p := range []string{"lrfu", "admit", "lhd"} {
 				st, err := coresim.Run(coresim.Config{Capacity: c, PageSize: 16, Policy: p}, reqs)
 				if err != nil {
 					t.Fatal(err)
