@@ -291,11 +291,12 @@ func (t *Tree) trimLeaf(i int32, want int, dst []Action) ([]Action, error) {
 	last := t.nodes[i].lastAccess
 	prefix, dst, err := t.split(i, atoms-drop, dst)
 	if err == nil {
-		// A trim is no access: both halves keep the leaf's last access
-		// (split stamps them with fresh ticks), so the front keeps its
-		// place in the recency order and the end, the victim, its age.
+		// A trim is no access: the front keeps the leaf's place in the
+		// recency order (split stamps both halves with fresh ticks).
 		t.nodes[prefix].lastAccess = last
-		t.nodes[i].lastAccess = last
+		if t.cfg.policy.trimAge {
+			t.nodes[i].lastAccess = last // the victim keeps its age too
+		}
 	}
 	return dst, err
 }

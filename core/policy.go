@@ -16,6 +16,11 @@ type policy struct {
 	// the chosen leaf (the rest stays cached) instead of the whole leaf; in
 	// a Full-only tree (auxiliary values are not split by eviction).
 	trim bool
+	// trimAge makes a trimmed victim keep the leaf's last access (split
+	// stamps it fresh) for onEvict to see its age: lhd needs it; lrfu's
+	// smoothed victim age was measured without it and does worse with it
+	// (RATIONALE.md).
+	trimAge bool
 	// decays makes each match fold into a node's decayed frequency (lrfu's
 	// crf); other policies skip that work on the match path.
 	decays bool
@@ -51,7 +56,7 @@ var policies = []policy{
 	{name: "admit", key: admitKey, onEvict: admitEvict, onInsert: admitInsert, trim: true},
 	// lhd ranks leaves by learned hit density per class of returns and age
 	// (lhd.go).
-	{name: "lhd", key: lhdKey, onEvict: lhdEvict, onInsert: lhdInsert, onMatch: lhdMatch, trim: true},
+	{name: "lhd", key: lhdKey, onEvict: lhdEvict, onInsert: lhdInsert, onMatch: lhdMatch, trim: true, trimAge: true},
 }
 
 // PolicyNames lists the known eviction policies.
