@@ -59,6 +59,7 @@ var (
 	lhdClasses = 4  // return counts 0, 1, 2–3, 4+
 	lhdHistory = 16 // ghosts cover this many cache-sizes of evicted atoms
 	lhdDecay   = 5  // counters lose 1/32 per refit
+	lhdRefit   = 0  // refit every 2^lhdRefit cache-sizes of evicted atoms
 )
 
 // lhdOctaves bounds the ages told apart (2^lhdOctaves ticks); older ages
@@ -172,7 +173,7 @@ func lhdEvict(t *Tree, n *node) {
 		s.refit()
 		s.pending(t, -1)
 		s.decay()
-		s.refitAt = s.evicted + int64(max(cache, 1))
+		s.refitAt = s.evicted + max(shift(int64(cache), lhdRefit), 1)
 	}
 }
 
@@ -192,6 +193,14 @@ func lhdInsert(t *Tree, i int32) {
 	if n.returns < math.MaxUint8 {
 		n.returns++
 	}
+}
+
+// shift is x·2^k for any sign of k.
+func shift(x int64, k int) int64 {
+	if k < 0 {
+		return x >> -k
+	}
+	return x << k
 }
 
 // refit recomputes the densities from the histograms.
