@@ -46,7 +46,7 @@ func TestLRFU_TrimsTheEnd(t *testing.T) {
 // the recency order, so the next walk goes on with it, not with a newer
 // leaf (split stamps fresh ticks; a trim must not count as a use).
 func TestTrim_IsNoAccess(t *testing.T) {
-	for _, pol := range []string{"admit", "lrfu", "branch"} {
+	for _, pol := range []string{"admit", "lrfu", "branch", "lhd"} {
 		tr, err := core.New(core.Config{PageSize: 4, Policy: pol})
 		if err != nil {
 			t.Fatal(err)

@@ -94,7 +94,7 @@ type Config struct {
 	// its components Full, SWA, Mamba); a duplicate is an error.
 	Components []Component
 	// Policy names the device eviction order: lru, lfu, fifo, mru, filo,
-	// priority, slru, gdsf, lrfu, admit or branch (case-insensitive). Empty means lru.
+	// priority, slru, gdsf, lrfu, admit, branch or lhd (case-insensitive). Empty means lru.
 	Policy string
 	// Bigram makes each key atom a pair of adjacent tokens (EAGLE
 	// speculative decoding): n tokens give n-1 atoms.

@@ -177,6 +177,7 @@ func TestTree_Determinism(t *testing.T) {
 		{PageSize: 2, Policy: "lfu"},
 		{PageSize: 4, Policy: "gdsf", Bigram: true},
 		{PageSize: 1, Policy: "priority"},
+		{PageSize: 2, Policy: "lhd"},
 	}
 	for k, cfg := range cfgs {
 		seed := uint64(k)*7919 + 1

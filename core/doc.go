@@ -27,7 +27,7 @@
 //	tree.Unlock(res.LastDevice, rcpt, false)
 //
 // When the pool is short, [Tree.Evict] frees leaves in the configured
-// policy's order (lru, lfu, fifo, mru, filo, priority, slru, gdsf, lrfu, admit, branch) and
+// policy's order (lru, lfu, fifo, mru, filo, priority, slru, gdsf, lrfu, admit, branch, lhd) and
 // returns the freed slots as actions; [Tree.EvictStart] /
 // [Tree.EvictNext] / [Tree.EvictEnd] do the same step by step.
 // Scheduler-aware protection is opt-in: [Tree.Protect] marks the cached

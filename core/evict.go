@@ -294,6 +294,9 @@ func (t *Tree) trimLeaf(i int32, want int, dst []Action) ([]Action, error) {
 		// A trim is no access: the front keeps the leaf's place in the
 		// recency order (split stamps both halves with fresh ticks).
 		t.nodes[prefix].lastAccess = last
+		if t.cfg.policy.trimAge {
+			t.nodes[i].lastAccess = last // the victim keeps its age too
+		}
 	}
 	return dst, err
 }

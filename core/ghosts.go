@@ -18,6 +18,11 @@ type ghostSet[V any] struct {
 	head  int
 	seq   uint64
 	atoms int // atoms the live ghosts stand for
+	// keepDropped makes put collect the ghosts it forgets (pushed out or
+	// replaced) in dropped, for a policy that learns from expiries (lhd);
+	// the caller empties it.
+	keepDropped bool
+	dropped     []ghostEntry[V]
 }
 
 type ghostEntry[V any] struct {
@@ -33,7 +38,7 @@ type ghostRef struct {
 
 func (s *ghostSet[V]) reset() {
 	clear(s.byKey)
-	*s = ghostSet[V]{byKey: s.byKey, ring: s.ring[:0]}
+	*s = ghostSet[V]{byKey: s.byKey, ring: s.ring[:0], keepDropped: s.keepDropped, dropped: s.dropped[:0]}
 }
 
 // put records k's ghost (replacing an older one under the same key), then
@@ -44,6 +49,9 @@ func (s *ghostSet[V]) put(k ghostKey, v V, atoms, limit int) {
 	}
 	if old, ok := s.byKey[k]; ok {
 		s.atoms -= old.atoms
+		if s.keepDropped {
+			s.dropped = append(s.dropped, old)
+		}
 	}
 	s.seq++
 	s.byKey[k] = ghostEntry[V]{v: v, atoms: atoms, seq: s.seq}
@@ -56,6 +64,9 @@ func (s *ghostSet[V]) put(k ghostKey, v V, atoms, limit int) {
 		if g, ok := s.byKey[r.key]; ok && g.seq == r.seq {
 			delete(s.byKey, r.key)
 			s.atoms -= g.atoms
+			if s.keepDropped {
+				s.dropped = append(s.dropped, g)
+			}
 		}
 	}
 	if s.head > 64 && s.head > len(s.ring)/2 {
@@ -66,12 +77,18 @@ func (s *ghostSet[V]) put(k ghostKey, v V, atoms, limit int) {
 
 // take removes k's ghost and returns its value.
 func (s *ghostSet[V]) take(k ghostKey) (V, bool) {
+	_, v, ok := s.takeAtoms(k)
+	return v, ok
+}
+
+// takeAtoms is take that also returns the atoms the ghost stood for.
+func (s *ghostSet[V]) takeAtoms(k ghostKey) (int, V, bool) {
 	g, ok := s.byKey[k]
 	if !ok {
 		var zero V
-		return zero, false
+		return 0, zero, false
 	}
 	delete(s.byKey, k)
 	s.atoms -= g.atoms
-	return g.v, true
+	return g.atoms, g.v, true
 }

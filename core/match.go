@@ -178,9 +178,12 @@ func (t *Tree) retickPath(best int32) {
 	}
 	t.tick += k
 	tick := t.tick
-	decays, counts := t.cfg.policy.decays, t.cfg.policy.counts
+	decays, counts, onMatch := t.cfg.policy.decays, t.cfg.policy.counts, t.cfg.policy.onMatch
 	for i := best; i != nilIdx; i = t.nodes[i].parent {
 		n := &t.nodes[i]
+		if onMatch != nil {
+			onMatch(t, n)
+		}
 		n.lastAccess = tick
 		n.credit = t.inflation + n.hits
 		if decays {
@@ -212,7 +215,7 @@ func (t *Tree) split(child int32, at int, acts []Action) (int32, []Action, error
 	prefix := t.alloc(c.ns, key[:at*wd:at*wd])
 	c = &t.nodes[child] // alloc may grow the arena
 	p := &t.nodes[prefix]
-	p.priority, p.hits, p.creation, p.credit, p.crf, p.reused = c.priority, c.hits, c.creation, c.credit, c.crf, c.reused
+	p.priority, p.hits, p.creation, p.credit, p.crf, p.reused, p.lhdReturns = c.priority, c.hits, c.creation, c.credit, c.crf, c.reused, c.lhdReturns
 	p.wtPending, p.pin, p.pinGen = c.wtPending, c.pin, c.pinGen
 	p.queued = c.queued // Unprotect walks up through the new prefix
 	p.extStored, p.extPending = c.extStored, c.extPending

@@ -1707,7 +1707,7 @@ func treeLeafPaths(t testing.TB, tree *core.Tree) ([]string, []int32) {
 
 // trimmingPolicy reports the policies whose Full walk frees only the end
 // of a leaf it needs, in a Full-only tree (see core's adaptive.go).
-func trimmingPolicy(p string) bool { return p == "lrfu" || p == "admit" || p == "branch" }
+func trimmingPolicy(p string) bool { return p == "lrfu" || p == "admit" || p == "branch" || p == "lhd" }
 
 // policyKey is the naive statement of each policy's order (smallest
 // first), computed from inspected node state; nil for gdsf, whose credit

@@ -68,6 +68,7 @@ type node struct {
 	reused     bool  // admit: matched again, or recreated from a ghost (admit.go)
 	births     int32 // branch: new leaves created under the node (branch.go)
 	returns    int32 // branch: leaves under the node that came back
+	lhdReturns uint8 // lhd: matches and recreations from a ghost, saturating (lhd.go)
 	queued     int32 // live protections (queued requests) counting this node (protect.go)
 	mstamp     int64 // tick when the Mamba device state was last used (marconi)
 

@@ -16,12 +16,20 @@ type policy struct {
 	// the chosen leaf (the rest stays cached) instead of the whole leaf; in
 	// a Full-only tree (auxiliary values are not split by eviction).
 	trim bool
+	// trimAge makes a trimmed victim keep the leaf's last access (split
+	// stamps it fresh) for onEvict to see its age: lhd needs it; lrfu's
+	// smoothed victim age was measured without it and does worse with it
+	// (RATIONALE.md).
+	trimAge bool
 	// decays makes each match fold into a node's decayed frequency (lrfu's
 	// crf); other policies skip that work on the match path.
 	decays bool
 	// counts makes a match count a node's first return at its parent
 	// (branch's statistic).
 	counts bool
+	// onMatch lets a policy see each node a match walks through, before
+	// it is restamped (lhd's hit histogram).
+	onMatch func(t *Tree, n *node)
 }
 
 var policies = []policy{
@@ -52,6 +60,9 @@ var policies = []policy{
 	// branch is admit that also keeps the new tails of branches whose
 	// tails come back, learned per node (branch.go).
 	{name: "branch", key: branchKey, onEvict: branchEvict, onInsert: branchInsert, trim: true, counts: true},
+	// lhd ranks leaves by learned hit density per class of returns and age
+	// (lhd.go).
+	{name: "lhd", key: lhdKey, onEvict: lhdEvict, onInsert: lhdInsert, onMatch: lhdMatch, trim: true, trimAge: true},
 }
 
 // PolicyNames lists the known eviction policies.

@@ -7,13 +7,13 @@ import (
 	"github.com/radixkv/radixkv/core"
 )
 
-// BenchmarkPolicyCost compares the lrfu, admit and branch policies' cost with lru's in one
+// BenchmarkPolicyCost compares the lrfu, admit, branch and lhd policies' cost with lru's in one
 // run: a 4096-token match of a cached key, a 4096-token insert of a new
 // key, and the eviction of a 1M-token tree. The policy is the innermost
 // level, so each pair runs back to back.
 func BenchmarkPolicyCost(b *testing.B) {
 	const page = 16
-	pols := []string{"lru", "lrfu", "admit", "branch"}
+	pols := []string{"lru", "lrfu", "admit", "branch", "lhd"}
 	newTree := func(b *testing.B, p string) *core.Tree {
 		t, err := core.New(core.Config{PageSize: page, Policy: p})
 		if err != nil {

@@ -38,6 +38,8 @@ type Tree struct {
 	admit admitState
 	// branch is the branch policy's learning state (branch.go).
 	branch branchState
+	// lhd is the lhd policy's learning state (lhd.go).
+	lhd lhdState
 
 	nsIDs  map[Namespace]uint32
 	nsList []Namespace
@@ -169,6 +171,7 @@ func (t *Tree) Reset() {
 	t.adapt.reset()
 	t.admit.reset()
 	t.branch.reset()
+	t.lhd.reset()
 	t.evictable = [numComponents]int{}
 	t.protected = [numComponents]int{}
 	t.dset = t.dset[:0]

@@ -9,7 +9,7 @@ import (
 	"github.com/radixkv/radixkv/workload"
 )
 
-// TestLRFU_NotBelowLRU holds lrfu, admit and branch to the bar of issue 16 on the built-in
+// TestLRFU_NotBelowLRU holds lrfu, admit, branch and lhd to the bar of issue 16 on the built-in
 // generator's workloads (seeds 1-5, the sweep's default capacities): never
 // more than 2% (relative) below lru's hit rate.
 func TestLRFU_NotBelowLRU(t *testing.T) {
@@ -28,7 +28,7 @@ func TestLRFU_NotBelowLRU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, p := range []string{"lrfu", "admit", "branch"} {
+			for _, p := range []string{"lrfu", "admit", "branch", "lhd"} {
 				st, err := coresim.Run(coresim.Config{Capacity: c, PageSize: 16, Policy: p}, reqs)
 				if err != nil {
 					t.Fatal(err)
