@@ -112,6 +112,15 @@ func (r *reader) count(field string, size int) int {
 	return int(n)
 }
 
+// peekCount returns the u32 count at the read position without
+// consuming it (0 when there is none).
+func (r *reader) peekCount() uint64 {
+	if r.err != nil || len(r.b)-r.off < 4 {
+		return 0
+	}
+	return uint64(le.Uint32(r.b[r.off:]))
+}
+
 // u32s decodes a u32 array into dst[:0], growing it only when needed.
 func (r *reader) u32s(field string, dst []uint32) []uint32 { return readWords(r, field, dst) }
 

@@ -436,9 +436,18 @@ func (d *Dispatcher) matchedParams(inst *instance, q *abi.Request) (core.InsertP
 	if m.Tokens > 0 {
 		p.Tokens = inst.matchTok[:m.Tokens]
 	}
-	if m.Slots > 0 {
-		d.cat = append(append(d.cat[:0], inst.matchIdx[:m.Slots]...), p.Slots...)
-		p.Slots = d.cat
+	if k := int(m.Slots); k > 0 {
+		// The codec decoded the sent slots k entries into the request's
+		// buffer when it had room: put the match's before them there.
+		// Otherwise join both in a buffer of their own.
+		n := len(p.Slots)
+		if full := d.slots[:cap(d.slots)]; n > 0 && k+n <= len(full) && &full[k] == &p.Slots[0] {
+			p.Slots = full[:k+n]
+			copy(p.Slots, inst.matchIdx[:k])
+		} else {
+			d.cat = append(append(d.cat[:0], inst.matchIdx[:k]...), p.Slots...)
+			p.Slots = d.cat
+		}
 	}
 	return p, nil
 }
