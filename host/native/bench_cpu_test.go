@@ -3,7 +3,9 @@
 package native
 
 import (
+	"context"
 	"fmt"
+	"runtime/pprof"
 	"syscall"
 	"testing"
 	"time"
@@ -48,11 +50,15 @@ func BenchmarkStack_ReplayCPU(b *testing.B) {
 					c := stackController(b, e.new, capacity, 16, false)
 					b.StartTimer()
 					t0 := processCPU(b)
-					for k := range reqs {
-						if err := serveOne(c, &reqs[k]); err != nil {
-							b.Fatalf("%s: request %d: %v", e.name, k, err)
+					// Labelled, so that a CPU profile of the benchmark
+					// splits by engine (-tagfocus engine=inprocess).
+					pprof.Do(context.Background(), pprof.Labels("engine", e.name), func(context.Context) {
+						for k := range reqs {
+							if err := serveOne(c, &reqs[k]); err != nil {
+								b.Fatalf("%s: request %d: %v", e.name, k, err)
+							}
 						}
-					}
+					})
 					spent[i] += processCPU(b) - t0
 					b.StopTimer()
 					if err := c.Close(); err != nil {
