@@ -22,6 +22,14 @@
 // to another resolves to a generation no live node has, and core rejects
 // it as a stale handle instead of aliasing one of its own nodes.
 //
+// # Kept matches
+//
+// Each instance keeps its last successful match (request id, tokens and
+// result indices) for begin_insert_matched, which inserts those tokens,
+// and the match's slots first, without the host sending them again
+// (abi/SPEC.md §4.3.1). The dispatcher's decode buffers and the
+// instance's change owner on every match; nothing is copied.
+//
 // # Failures
 //
 // Call never panics. Every input is validated (by the codec, then by
