@@ -47,14 +47,9 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putNamespace(b, p.Namespace)
 		b = putU32s(b, p.Tokens)
 		b = putI32s(b, p.Slots)
-		b = putI32(b, int32(p.PrevPrefixLen))
-		b = putI64(b, p.Priority)
-		b = putBool(b, p.Chunked)
-		b = putBool(b, p.TrackAdopted)
-		b = putStr(b, p.SessionID)
-		b = putI32(b, int32(p.SWAEvictedSeqlen))
-		b = putI32(b, int32(p.SWABranchingSeqlen))
-		b = putI32(b, p.MambaSlot)
+		b = putInsertTail(b, p)
+	case OpBeginInsertMatched:
+		b = appendMatchedRequest(b, q)
 	case OpLock:
 		b = putID(b, q.Node, 0)
 		b = putU8(b, uint8(q.Skip))
@@ -127,11 +122,14 @@ func putNamespace(b []byte, ns core.Namespace) []byte {
 	return putStr(b, ns.LoRA)
 }
 
+// namespace decodes a namespace. A string equal to the one the request
+// decoded into held before is reused rather than allocated again: a
+// host's requests mostly come in one namespace.
 func (r *reader) namespace() core.Namespace {
 	return core.Namespace{
-		ExtraKey:  r.str("namespace.extra_key"),
-		CacheSalt: r.str("namespace.cache_salt"),
-		LoRA:      r.str("namespace.lora"),
+		ExtraKey:  r.strLike("namespace.extra_key", r.ns.ExtraKey),
+		CacheSalt: r.strLike("namespace.cache_salt", r.ns.CacheSalt),
+		LoRA:      r.strLike("namespace.lora", r.ns.LoRA),
 	}
 }
 
@@ -168,11 +166,12 @@ func (r *reader) receipt() core.Receipt {
 // response can echo them.
 func DecodeRequest(q *Request, b []byte) error {
 	toks, slots, nodes, comps := q.Insert.Tokens[:0], q.Insert.Slots[:0], q.Nodes[:0], q.Config.Components[:0]
+	prevNS := q.Insert.Namespace
 	*q = Request{}
 	if len(b) < RequestHeaderSize {
 		return errorf(CodeTruncated, "request of %d bytes is shorter than the %d-byte header", len(b), RequestHeaderSize)
 	}
-	r := reader{b: b}
+	r := reader{b: b, ns: prevNS}
 	magic := r.u32("magic")
 	version := r.u16("version")
 	q.Op = Op(r.u16("op"))
@@ -231,14 +230,9 @@ func DecodeRequest(q *Request, b []byte) error {
 		p.Namespace = r.namespace()
 		p.Tokens = r.u32s("tokens", toks)
 		p.Slots = r.i32s("slots", slots)
-		p.PrevPrefixLen = int(r.i32("prev_prefix_len"))
-		p.Priority = r.i64("priority")
-		p.Chunked = r.boolean("chunked")
-		p.TrackAdopted = r.boolean("track_adopted")
-		p.SessionID = r.str("session_id")
-		p.SWAEvictedSeqlen = int(r.i32("swa_evicted_seqlen"))
-		p.SWABranchingSeqlen = int(r.i32("swa_branching_seqlen"))
-		p.MambaSlot = r.i32("mamba_slot")
+		decodeInsertTail(&r, p)
+	case OpBeginInsertMatched:
+		decodeMatchedRequest(&r, q, slots)
 	case OpLock:
 		q.Node = core.NodeID(r.u64("node"))
 		q.Skip = core.ComponentSet(r.u8("skip"))
