@@ -36,7 +36,7 @@
 // the first request as soon as its line is read instead of after the whole
 // trace is expanded. It returns the same requests, lines and errors as the
 // reader, in the same order: a bad line's error comes after every request
-// before it.
+// before it. [GenerateStream] runs the built-in generator the same way.
 //
 // # The built-in generator
 //

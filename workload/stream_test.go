@@ -40,8 +40,8 @@ func readAll(m *MooncakeReader) readResult {
 	}
 }
 
-// streamAll drains a MooncakeStream and checks that its error is sticky.
-func streamAll(t *testing.T, s *MooncakeStream) readResult {
+// streamAll drains a Stream and checks that its error is sticky.
+func streamAll(t *testing.T, s *Stream) readResult {
 	t.Helper()
 	defer s.Close()
 	var res readResult
@@ -124,7 +124,7 @@ func mooncakeText(reqs []Request) string {
 	return sb.String()
 }
 
-func TestMooncakeStream_SameAsReader_Generated(t *testing.T) {
+func TestStream_SameAsReader_Generated(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		cfg := DefaultGenConfig()
 		cfg.Seed, cfg.Requests = seed, 300
@@ -141,7 +141,7 @@ func TestMooncakeStream_SameAsReader_Generated(t *testing.T) {
 	}
 }
 
-func TestMooncakeStream_SameAsReader_SharedTrace(t *testing.T) {
+func TestStream_SameAsReader_SharedTrace(t *testing.T) {
 	data, err := os.ReadFile(sharedTrace)
 	if errors.Is(err, os.ErrNotExist) {
 		t.Skipf("shared trace %s not present", sharedTrace)
@@ -164,7 +164,7 @@ func TestMooncakeStream_SameAsReader_SharedTrace(t *testing.T) {
 	}
 }
 
-func TestMooncakeStream_BadInput(t *testing.T) {
+func TestStream_BadInput(t *testing.T) {
 	good := `{"timestamp": 1, "input_length": 600, "output_length": 2, "hash_ids": [0, 1]}`
 	lines := func(bad string, at int) string {
 		var sb strings.Builder
@@ -210,7 +210,7 @@ func TestMooncakeStream_BadInput(t *testing.T) {
 	}
 }
 
-func TestMooncakeStream_ReadError(t *testing.T) {
+func TestStream_ReadError(t *testing.T) {
 	boom := errors.New("boom")
 	good := `{"timestamp": 1, "input_length": 1, "output_length": 2, "hash_ids": [0]}` + "\n"
 	r := io.MultiReader(strings.NewReader(good+good), iotest.ErrReader(boom))
@@ -221,7 +221,7 @@ func TestMooncakeStream_ReadError(t *testing.T) {
 	require.ErrorContains(t, got.err, "workload: x.jsonl: line 3")
 }
 
-func TestMooncakeStream_Empty(t *testing.T) {
+func TestStream_Empty(t *testing.T) {
 	for _, in := range []string{"", "\n \n"} {
 		got := streamAll(t, NewMooncakeReader(strings.NewReader(in), "e").Stream(0))
 		require.NoError(t, got.err)
@@ -245,10 +245,10 @@ func (b *blockingReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// TestMooncakeStream_FirstBeforeRest: the first request is returned while
+// TestStream_FirstBeforeRest: the first request is returned while
 // the rest of the trace has not even arrived, and Close stops a producer
 // that is still running ahead.
-func TestMooncakeStream_FirstBeforeRest(t *testing.T) {
+func TestStream_FirstBeforeRest(t *testing.T) {
 	line := `{"timestamp": 1, "input_length": 1, "output_length": 2, "hash_ids": [0]}` + "\n"
 	br := &blockingReader{data: []byte(line), release: make(chan struct{})}
 	s := NewMooncakeReader(br, "slow").Stream(1)
@@ -269,7 +269,7 @@ func TestMooncakeStream_FirstBeforeRest(t *testing.T) {
 	s.Close()
 }
 
-func BenchmarkMooncakeStream_SharedTrace(b *testing.B) {
+func BenchmarkStream_SharedTrace(b *testing.B) {
 	data, err := os.ReadFile(sharedTrace)
 	if errors.Is(err, os.ErrNotExist) {
 		b.Skipf("shared trace %s not present", sharedTrace)
@@ -294,4 +294,31 @@ func BenchmarkMooncakeStream_SharedTrace(b *testing.B) {
 			b.Fatal(n)
 		}
 	}
+}
+
+// TestGenerateStream: the generator on its goroutine gives Generate's
+// requests, in order, then io.EOF; an invalid configuration fails at once.
+func TestGenerateStream(t *testing.T) {
+	for _, tc := range []struct {
+		seed                     uint64
+		requests, tenants, ahead int
+	}{
+		{1, 2000, 0, 0}, {7, 300, 3, 1}, {9, 1, 0, 5},
+	} {
+		cfg := DefaultGenConfig()
+		cfg.Seed, cfg.Requests, cfg.Tenants = tc.seed, tc.requests, tc.tenants
+		want, err := Generate(cfg)
+		require.NoError(t, err)
+		s, err := GenerateStream(cfg, tc.ahead)
+		require.NoError(t, err)
+		got := streamAll(t, s)
+		require.NoError(t, got.err)
+		require.Equal(t, want, got.reqs)
+	}
+	cfg := DefaultGenConfig()
+	cfg.Requests = 0
+	_, err := GenerateStream(cfg, 0)
+	_, want := Generate(cfg)
+	require.Error(t, err)
+	require.EqualError(t, err, want.Error())
 }

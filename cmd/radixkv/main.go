@@ -75,11 +75,12 @@
 // 0x80000000 | (request index * 65536 + position) mod 2^31.
 //
 // replay reads a trace as it replays it: a goroutine parses and expands the
-// lines ahead of the requests (workload.MooncakeStream), so the first request
-// starts as soon as its own line is read, not after the whole trace. What
+// lines ahead of the requests (workload.Stream), so the first request
+// starts as soon as its own line is read, not after the whole trace; the
+// built-in workload is generated the same way, ahead of the replay. What
 // needs the whole workload (the totals, the offline bound, the
 // queue-protection pass) comes after the timed loop; the progress bar of a
-// trace counts its bytes. An empty trace is an error (nothing to report). A
+// trace counts its bytes, that of the built-in workload its requests. An empty trace is an error (nothing to report). A
 // malformed trace line, or a request larger than the device pool, fails the
 // run when the replay reaches it, however many requests ran before, naming
 // the file, the line and the field; no report is printed (the other commands,

@@ -10,12 +10,14 @@ import (
 	"golang.org/x/term"
 )
 
-// minProgressTokens and minProgressBytes (of a trace, about as many
-// tokens) are the work below which no bar is drawn: such runs finish
-// before a bar would say anything.
+// minProgressTokens, minProgressBytes (of a trace) and
+// minProgressRequests (of the built-in workload), about as much work each,
+// are the work below which no bar is drawn: such runs finish before a bar
+// would say anything.
 const (
-	minProgressTokens = 2_000_000
-	minProgressBytes  = 64 << 10
+	minProgressTokens   = 2_000_000
+	minProgressBytes    = 64 << 10
+	minProgressRequests = 400
 )
 
 // progress is a progress bar on stderr, or nothing. A nil *progress is

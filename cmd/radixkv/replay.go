@@ -40,8 +40,9 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	if !(s.serviceRate >= 0) || math.IsInf(s.serviceRate, 0) {
 		return fmt.Errorf("--service-rate %v: must be a finite number of tokens per second ≥ 0", s.serviceRate)
 	}
-	// A trace streams: its lines are parsed and expanded ahead of the
-	// replay, which starts on the first request as soon as it is read.
+	// A trace or the built-in workload streams: its requests are made
+	// ahead of the replay, which starts on the first as soon as it is
+	// ready.
 	l, err := s.openWorkload()
 	if err != nil {
 		return err
@@ -157,13 +158,16 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	defer ctl.Close()
 
 	var inputTokens, outputTokens int64
-	// The bar counts tokens, or the trace's bytes while it streams (its
-	// tokens are not known before the end).
+	// The bar counts tokens, or, while a workload streams (its tokens are
+	// not known before the end), the trace's bytes or the requests.
 	var bar *progress
-	byBytes := l.stream != nil
-	if byBytes {
+	byBytes := l.stream != nil && l.generated == 0
+	switch {
+	case byBytes:
 		bar = newProgress(s, stderr, "replay", l.size, "bytes", minProgressBytes)
-	} else {
+	case l.stream != nil:
+		bar = newProgress(s, stderr, "replay", int64(l.generated), "requests", minProgressRequests)
+	default:
 		var total int64
 		for k := range l.reqs {
 			total += int64(len(l.reqs[k].Tokens))
@@ -250,9 +254,12 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 				return nil, fmt.Errorf("%s: tuning marconi's alpha: %w", l.describe(k), err)
 			}
 		}
-		if byBytes {
+		switch {
+		case byBytes:
 			bar.set(l.offset)
-		} else {
+		case l.generated > 0:
+			bar.add(1)
+		default:
 			bar.add(int64(len(req.Tokens)))
 		}
 	}

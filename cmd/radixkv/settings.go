@@ -282,23 +282,24 @@ func (s *settings) onlyWith(comp string, flags ...string) error {
 	return nil
 }
 
-// loaded is a workload ready to replay. A trace opened for streaming
-// (openWorkload) fills reqs and where as fetch reads it; everything else
-// holds all its requests from the start.
+// loaded is a workload ready to replay. A trace or the built-in workload
+// opened for streaming (openWorkload) fills reqs and where as fetch reads
+// it; a log holds all its requests from the start.
 type loaded struct {
 	reqs   []workload.Request
 	source string   // one-line description of where the requests came from
 	where  []string // per request, e.g. "trace.jsonl:17"; nil for generated
 	trace  bool     // from a trace (or a log recorded from one)
 
-	// A streamed trace: nil once read to its end or its error.
-	stream *workload.MooncakeStream
-	file   *os.File
-	path   string
-	size   int64             // the file's size in bytes (progress)
-	offset int64             // bytes of the file read through the last request fetched
-	err    error             // the stream's end: io.EOF or the error that ended it
-	wrap   func(error) error // explains a stream error in terms of the flags
+	// A streamed workload: nil once read to its end or its error.
+	stream    *workload.Stream
+	generated int // the requests a streamed built-in workload makes (0: a trace)
+	file      *os.File
+	path      string
+	size      int64             // the file's size in bytes (progress)
+	offset    int64             // bytes of the file read through the last request fetched
+	err       error             // the stream's end: io.EOF or the error that ended it
+	wrap      func(error) error // explains a stream error in terms of the flags
 }
 
 // describe names request k for error messages.
@@ -334,8 +335,10 @@ func (l *loaded) fetch(k int) (*workload.Request, error) {
 			continue
 		}
 		l.reqs = append(l.reqs, req)
-		l.where = append(l.where, l.path+":"+strconv.Itoa(l.stream.Line()))
-		l.offset = l.stream.Offset()
+		if l.path != "" {
+			l.where = append(l.where, l.path+":"+strconv.Itoa(l.stream.Line()))
+			l.offset = l.stream.Offset()
+		}
 	}
 	return &l.reqs[k], nil
 }
@@ -375,10 +378,11 @@ func (s *settings) loadWorkload() (*loaded, error) {
 	return l, nil
 }
 
-// openWorkload is loadWorkload, except that a trace is only opened: its
-// lines are read and expanded ahead of the replay on a goroutine of their
-// own (workload.MooncakeStream), so the first request runs as soon as its
-// line is read. Close the result when done.
+// openWorkload is loadWorkload, except that a trace is only opened and the
+// built-in workload only started: their requests are made ahead of the
+// replay on a goroutine of their own (workload.Stream), so the first
+// request runs as soon as it is read or generated. Close the result when
+// done.
 func (s *settings) openWorkload() (*loaded, error) {
 	switch {
 	case s.trace != "" && s.logFile != "":
@@ -404,11 +408,12 @@ func (s *settings) openWorkload() (*loaded, error) {
 	}
 	cfg := workload.DefaultGenConfig()
 	cfg.Seed, cfg.Requests, cfg.Tenants = s.seed, s.requests, s.tenants
-	reqs, err := workload.Generate(cfg)
+	st, err := workload.GenerateStream(cfg, 0)
 	if err != nil {
 		return nil, fmt.Errorf("built-in workload: %w", err)
 	}
-	return &loaded{reqs: reqs, source: fmt.Sprintf("generated seed=%d requests=%d tenants=%d", s.seed, s.requests, s.tenants)}, nil
+	return &loaded{stream: st, generated: cfg.Requests,
+		source: fmt.Sprintf("generated seed=%d requests=%d tenants=%d", s.seed, s.requests, s.tenants)}, nil
 }
 
 // tokenBudget is how many input tokens a run keeps in memory at most: a
