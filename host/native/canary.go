@@ -149,8 +149,7 @@ func (c *Controller) writeComputed(r *Request, start int) error {
 		slots, toks := r.slots, r.tokens
 		if mem.sz == CanaryBytes {
 			// Records back to back: one tight loop per run of
-			// consecutive slots (a page), which finds the run's end as it
-			// writes.
+			// consecutive slots (a page).
 			for start < len(slots) {
 				s := slots[start]
 				end := min(len(slots), start+len(mem.mem)/CanaryBytes-int(s))
