@@ -120,3 +120,29 @@ func ExampleMooncakeReader_Stream() {
 	// line 2 serves 700 tokens
 	// workload: trace.jsonl:3: input_length 600 does not fit 1 hash_ids of 512 tokens
 }
+
+func ExampleGenerateStream() {
+	cfg := workload.DefaultGenConfig()
+	cfg.Requests = 3
+	// The generator runs ahead on its own goroutine; the requests are
+	// Generate's, in order.
+	s, err := workload.GenerateStream(cfg, 0)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	all, _ := workload.Generate(cfg)
+	for k := 0; ; k++ {
+		r, err := s.Next()
+		if err == io.EOF {
+			fmt.Println(k, "requests")
+			break
+		}
+		fmt.Println(slices.Equal(r.Tokens, all[k].Tokens))
+	}
+	// Output:
+	// true
+	// true
+	// true
+	// 3 requests
+}
