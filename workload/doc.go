@@ -31,6 +31,13 @@
 // Every such error matches [ErrMalformedTrace] with [errors.Is]. Blank lines
 // are skipped; lines may be arbitrarily long.
 //
+// [MooncakeReader.Stream] reads a trace ahead of its consumer on a goroutine
+// of its own, a bounded queue of requests ahead, so that a replay can start on
+// the first request as soon as its line is read instead of after the whole
+// trace is expanded. It returns the same requests, lines and errors as the
+// reader, in the same order: a bad line's error comes after every request
+// before it. [GenerateStream] runs the built-in generator the same way.
+//
 // # The built-in generator
 //
 // [Generate] builds a workload from a [GenConfig] (start from

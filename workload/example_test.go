@@ -3,6 +3,7 @@ package workload_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -92,4 +93,56 @@ func ExampleGenerate() {
 	// Output:
 	// 500 requests; same seed, same workload: true
 	// workload: GenConfig.Requests 0 out of range [1, 16777216]
+}
+
+func ExampleMooncakeReader_Stream() {
+	trace := `{"timestamp": 0, "input_length": 1000, "output_length": 20, "hash_ids": [0, 1]}
+{"timestamp": 40, "input_length": 700, "output_length": 8, "hash_ids": [0, 2]}
+{"timestamp": 90, "input_length": 600, "output_length": 5, "hash_ids": [3]}
+`
+	// The lines are parsed and expanded on a goroutine, ahead of the loop.
+	s := workload.NewMooncakeReader(strings.NewReader(trace), "trace.jsonl").Stream(0)
+	defer s.Close()
+	for {
+		r, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			// The bad third line, after the two requests before it.
+			fmt.Println(err)
+			break
+		}
+		fmt.Println("line", s.Line(), "serves", len(r.Tokens), "tokens")
+	}
+	// Output:
+	// line 1 serves 1000 tokens
+	// line 2 serves 700 tokens
+	// workload: trace.jsonl:3: input_length 600 does not fit 1 hash_ids of 512 tokens
+}
+
+func ExampleGenerateStream() {
+	cfg := workload.DefaultGenConfig()
+	cfg.Requests = 3
+	// The generator runs ahead on its own goroutine; the requests are
+	// Generate's, in order.
+	s, err := workload.GenerateStream(cfg, 0)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	all, _ := workload.Generate(cfg)
+	for k := 0; ; k++ {
+		r, err := s.Next()
+		if err == io.EOF {
+			fmt.Println(k, "requests")
+			break
+		}
+		fmt.Println(slices.Equal(r.Tokens, all[k].Tokens))
+	}
+	// Output:
+	// true
+	// true
+	// true
+	// 3 requests
 }

@@ -111,30 +111,63 @@ func (c *GenConfig) validate() error {
 // describes the mix. It is deterministic: the same cfg gives the same
 // requests on every machine (for a given Go release).
 func Generate(cfg GenConfig) ([]Request, error) {
+	st, err := newGenState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Request, 0, cfg.Requests)
+	for {
+		r, ok := st.next()
+		if !ok {
+			return out, nil
+		}
+		out = append(out, r)
+	}
+}
+
+// genState is Generate one request at a time (GenerateStream runs it on a
+// goroutine of its own): the same requests in the same order.
+type genState struct {
+	cfg         GenConfig
+	g           *generator
+	q           eventQueue
+	seq         uint64
+	nextArrival int64
+	made        int
+	ids         map[blockKey]int64 // hash ids by block, in order of first appearance
+}
+
+func newGenState(cfg GenConfig) (*genState, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	g := newGenerator(&cfg)
-	out := make([]Request, 0, cfg.Requests)
-	var q eventQueue
-	var seq uint64
-	nextArrival := int64(0)
-	for len(out) < cfg.Requests {
-		if len(q) == 0 || nextArrival <= q[0].at {
-			seq++
-			heap.Push(&q, event{at: nextArrival, seq: seq, s: g.newSession()})
-			nextArrival += g.expGap(cfg.SessionGapMs)
+	st := &genState{cfg: cfg, ids: make(map[blockKey]int64)}
+	st.g = newGenerator(&st.cfg)
+	return st, nil
+}
+
+// next returns the next request, or false after the last.
+func (st *genState) next() (Request, bool) {
+	if st.made == st.cfg.Requests {
+		return Request{}, false
+	}
+	for {
+		if len(st.q) == 0 || st.nextArrival <= st.q[0].at {
+			st.seq++
+			heap.Push(&st.q, event{at: st.nextArrival, seq: st.seq, s: st.g.newSession()})
+			st.nextArrival += st.g.expGap(st.cfg.SessionGapMs)
 			continue
 		}
-		ev := heap.Pop(&q).(event)
-		out = append(out, g.next(ev.s, ev.at))
+		ev := heap.Pop(&st.q).(event)
+		r := st.g.next(ev.s, ev.at)
 		if ev.s.left > 0 {
-			seq++
-			heap.Push(&q, event{at: ev.at + g.between64(ev.s.gapLo, ev.s.gapHi), seq: seq, s: ev.s})
+			st.seq++
+			heap.Push(&st.q, event{at: ev.at + st.g.between64(ev.s.gapLo, ev.s.gapHi), seq: st.seq, s: ev.s})
 		}
+		st.made++
+		assignHashIDs(&r, st.ids)
+		return r, true
 	}
-	assignHashIDs(out)
-	return out, nil
 }
 
 type sessionKind uint8
@@ -341,35 +374,34 @@ func (g *generator) next(s *session, at int64) Request {
 	}
 }
 
-// assignHashIDs names every request's blocks of BlockTokens tokens the way
+// blockKey names a block of a request's tokens by its parent block's id,
+// its length and its tokens' hash.
+type blockKey struct {
+	parent int64
+	n      int
+	hash   uint64
+}
+
+// assignHashIDs names the request's blocks of BlockTokens tokens the way
 // Mooncake traces do: equal ids for equal prefixes, numbered in order of
-// first appearance.
-func assignHashIDs(reqs []Request) {
-	type blockKey struct {
-		parent int64
-		n      int
-		hash   uint64
-	}
-	ids := make(map[blockKey]int64)
-	for i := range reqs {
-		r := &reqs[i]
-		r.HashIDs = make([]int64, 0, (len(r.Tokens)+BlockTokens-1)/BlockTokens)
-		parent := int64(-1)
-		for off := 0; off < len(r.Tokens); off += BlockTokens {
-			block := r.Tokens[off:min(off+BlockTokens, len(r.Tokens))]
-			h := uint64(blockHashOffset)
-			for _, t := range block {
-				h = (h ^ uint64(t)) * blockHashPrime
-			}
-			k := blockKey{parent, len(block), h}
-			id, ok := ids[k]
-			if !ok {
-				id = int64(len(ids))
-				ids[k] = id
-			}
-			r.HashIDs = append(r.HashIDs, id)
-			parent = id
+// first appearance (ids holds those given so far).
+func assignHashIDs(r *Request, ids map[blockKey]int64) {
+	r.HashIDs = make([]int64, 0, (len(r.Tokens)+BlockTokens-1)/BlockTokens)
+	parent := int64(-1)
+	for off := 0; off < len(r.Tokens); off += BlockTokens {
+		block := r.Tokens[off:min(off+BlockTokens, len(r.Tokens))]
+		h := uint64(blockHashOffset)
+		for _, t := range block {
+			h = (h ^ uint64(t)) * blockHashPrime
 		}
+		k := blockKey{parent, len(block), h}
+		id, ok := ids[k]
+		if !ok {
+			id = int64(len(ids))
+			ids[k] = id
+		}
+		r.HashIDs = append(r.HashIDs, id)
+		parent = id
 	}
 }
 

@@ -149,6 +149,7 @@ type MooncakeReader struct {
 	br   *bufio.Reader
 	name string
 	line int
+	off  int64  // bytes read through the last line
 	buf  []byte // the current line when it outgrows br's buffer
 	err  error  // sticky: io.EOF or the first error
 
@@ -185,6 +186,10 @@ func NewMooncakeReader(r io.Reader, name string) *MooncakeReader {
 
 // Line returns the 1-based number of the last line read.
 func (m *MooncakeReader) Line() int { return m.line }
+
+// Offset returns the number of bytes of the trace read through the last
+// line read, its newline included.
+func (m *MooncakeReader) Offset() int64 { return m.off }
 
 // mooncakeLine is one trace line; nil fields were absent (or null).
 type mooncakeLine struct {
@@ -225,6 +230,7 @@ func (m *MooncakeReader) readLine() ([]byte, error) {
 	m.buf = m.buf[:0]
 	for {
 		chunk, err := m.br.ReadSlice('\n')
+		m.off += int64(len(chunk))
 		switch err {
 		case nil:
 			if len(m.buf) == 0 {

@@ -74,17 +74,27 @@
 // Extend, one token per call as a decoder would, with deterministic ids
 // 0x80000000 | (request index * 65536 + position) mod 2^31.
 //
-// An empty trace is an error (nothing to report). A malformed trace line
-// fails before anything is replayed, naming the file and the line; so does a
-// request larger than the device pool. An unknown flag prints the usage and
-// exits with status 2; other failures exit with status 1.
+// replay reads a trace as it replays it: a goroutine parses and expands the
+// lines ahead of the requests (workload.Stream), so the first request
+// starts as soon as its own line is read, not after the whole trace; the
+// built-in workload is generated the same way, ahead of the replay. What
+// needs the whole workload (the totals, the offline bound, the
+// queue-protection pass) comes after the timed loop; the progress bar of a
+// trace counts its bytes, that of the built-in workload its requests. An empty trace is an error (nothing to report). A
+// malformed trace line, or a request larger than the device pool, fails the
+// run when the replay reaches it, however many requests ran before, naming
+// the file, the line and the field; no report is printed (the other commands,
+// and --cache blocks, read the whole trace first and fail before anything
+// runs). An unknown flag prints the usage and exits with status 2; other
+// failures exit with status 1.
 //
 // The wasm engine keeps the module's compiled code in wazero's compilation
 // cache under the user's cache directory (--wasm-cache, default
 // $XDG_CACHE_HOME/radixkv/wazero or ~/.cache/radixkv/wazero), so only the
 // first run pays for compiling it; --wasm-cache=off compiles in memory every
 // run. The report's time line says how long after the start the first
-// request ran (startup_seconds in JSON).
+// request ran (startup_seconds in JSON, and first_request_unix_ns, the wall
+// clock then, to measure it from outside the process).
 //
 // --json prints one JSON object instead of the text report; its top-level
 // hit_rate is all matched tokens (device and host) over all input tokens,

@@ -40,10 +40,14 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	if !(s.serviceRate >= 0) || math.IsInf(s.serviceRate, 0) {
 		return fmt.Errorf("--service-rate %v: must be a finite number of tokens per second ≥ 0", s.serviceRate)
 	}
-	l, err := s.loadWorkload()
+	// A trace or the built-in workload streams: its requests are made
+	// ahead of the replay, which starts on the first as soon as it is
+	// ready.
+	l, err := s.openWorkload()
 	if err != nil {
 		return err
 	}
+	defer l.close()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -63,7 +67,9 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		}
 		rep, err = replay(&s, l, stderr)
 	case "blocks":
-		rep, err = replayBlocks(&s, l)
+		if err = l.drain(); err == nil {
+			rep, err = replayBlocks(&s, l)
+		}
 	default:
 		err = fmt.Errorf("unknown --cache %q (known: %s)", s.cache, strings.Join(cacheNames, ", "))
 	}
@@ -85,7 +91,11 @@ func outputToken(k, j int) uint32 {
 
 // replay runs every request of l through a controller built from s and
 // returns the report. Nothing is written to stdout here, so a failure
-// leaves no partial report.
+// leaves no partial report. A streamed trace is read as the replay goes:
+// a request too large for the pools, or a bad line, fails the replay when
+// it is reached, naming the request and its line, and nothing is reported;
+// what needs the whole workload (the totals, the offline bound, the
+// queue-protection pass) runs after the timed loop.
 func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	cfg, err := s.coreConfig()
 	if err != nil {
@@ -95,7 +105,7 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 		cfg.MambaPolicy, cfg.MambaModel, cfg.MambaAlpha = "marconi", flops.Presets[s.model], max(s.marconiAlpha, 0)
 	}
 	s.resolveCapacity(l)
-	if err := s.checkFits(l); err != nil {
+	if err := s.checkMambaFits(); err != nil {
 		return nil, err
 	}
 	if err := s.checkMemory(); err != nil {
@@ -131,7 +141,7 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 			pools.Close()
 			return nil, fmt.Errorf("tuning marconi's alpha needs an engine that sets it and --mamba-capacity of at least 3 (got %d); or fix --marconi-alpha", s.mambaCapacity)
 		}
-		tuner = &treeTuner{setter: setter, reqs: l.reqs, window: s.marconiWindow, next: -1, at: -1,
+		tuner = &treeTuner{setter: setter, window: s.marconiWindow, next: -1, at: -1,
 			cfg: coresim.MambaConfig{Capacity: s.capacity, PageSize: s.pageSize, States: s.mambaCapacity,
 				Policy: "marconi", Admission: "branch", Model: cfg.MambaModel}}
 	}
@@ -148,19 +158,48 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 	defer ctl.Close()
 
 	var inputTokens, outputTokens int64
-	for k := range l.reqs {
-		inputTokens += int64(len(l.reqs[k].Tokens))
+	// The bar counts tokens, or, while a workload streams (its tokens are
+	// not known before the end), the trace's bytes or the requests.
+	var bar *progress
+	byBytes := l.stream != nil && l.generated == 0
+	switch {
+	case byBytes:
+		bar = newProgress(s, stderr, "replay", l.size, "bytes", minProgressBytes)
+	case l.stream != nil:
+		bar = newProgress(s, stderr, "replay", int64(l.generated), "requests", minProgressRequests)
+	default:
+		var total int64
+		for k := range l.reqs {
+			total += int64(len(l.reqs[k].Tokens))
+		}
+		bar = newProgress(s, stderr, "replay", total, "tokens", minProgressTokens)
 	}
-	bar := newProgress(s, stderr, "replay", inputTokens)
 	var ops int64
 	var outBuf []uint32
 	var mambaHits int64
 	var mambaFLOPs float64
-	start := time.Now()
-	rep.Throughput.StartupSeconds = start.Sub(processStart).Seconds()
-	for k := range l.reqs {
-		req := &l.reqs[k]
+	var start time.Time
+	for k := 0; ; k++ {
+		req, err := l.fetch(k)
+		if err == io.EOF {
+			break
+		}
+		if err == nil {
+			err = s.checkFit(l, k)
+		}
+		if err != nil {
+			bar.abandon()
+			return nil, err
+		}
 		t0 := time.Now()
+		if k == 0 {
+			// The time to the first request: from the process start to
+			// its Arrive.
+			start = t0
+			rep.Throughput.StartupSeconds = start.Sub(processStart).Seconds()
+			rep.Throughput.FirstRequestUnixNano = start.UnixNano()
+		}
+		inputTokens += int64(len(req.Tokens))
 		r, err := ctl.Arrive(namespace(req.Namespace), req.Tokens)
 		t1 := time.Now()
 		lat.arrive.add(t1.Sub(t0))
@@ -209,12 +248,20 @@ func replay(s *settings, l *loaded, stderr io.Writer) (*report, error) {
 			return nil, fmt.Errorf("%s: finish: %w", l.describe(k), err)
 		}
 		if tuner != nil {
+			tuner.reqs = l.reqs
 			if err := tuner.after(k, ctl.Stats().MambaEvicted > 0); err != nil {
 				bar.abandon()
 				return nil, fmt.Errorf("%s: tuning marconi's alpha: %w", l.describe(k), err)
 			}
 		}
-		bar.add(int64(len(req.Tokens)))
+		switch {
+		case byBytes:
+			bar.set(l.offset)
+		case l.generated > 0:
+			bar.add(1)
+		default:
+			bar.add(int64(len(req.Tokens)))
+		}
 	}
 	elapsed := time.Since(start)
 	bar.finish()

@@ -97,9 +97,15 @@ type report struct {
 		OpsPerSec    float64 `json:"ops_per_sec"`
 		TokensPerSec float64 `json:"tokens_per_sec"`
 		// StartupSeconds runs from the process start to the first
-		// request: loading the workload, compiling or loading the
-		// module, creating the pools.
+		// request's Arrive: opening the workload (a trace streams, so
+		// only its first line is read by then), compiling or loading
+		// the module, creating the pools.
 		StartupSeconds float64 `json:"startup_seconds"`
+		// FirstRequestUnixNano is when the first request's Arrive
+		// began, in Unix nanoseconds: with a timestamp taken before
+		// the process started (date +%s%N), the time to the first
+		// request measured from outside.
+		FirstRequestUnixNano int64 `json:"first_request_unix_ns,omitempty"`
 	} `json:"throughput"`
 	Latency map[string]latencySummary `json:"latency_ns"`
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -281,12 +282,24 @@ func (s *settings) onlyWith(comp string, flags ...string) error {
 	return nil
 }
 
-// loaded is a workload ready to replay.
+// loaded is a workload ready to replay. A trace or the built-in workload
+// opened for streaming (openWorkload) fills reqs and where as fetch reads
+// it; a log holds all its requests from the start.
 type loaded struct {
 	reqs   []workload.Request
 	source string   // one-line description of where the requests came from
 	where  []string // per request, e.g. "trace.jsonl:17"; nil for generated
 	trace  bool     // from a trace (or a log recorded from one)
+
+	// A streamed workload: nil once read to its end or its error.
+	stream    *workload.Stream
+	generated int // the requests a streamed built-in workload makes (0: a trace)
+	file      *os.File
+	path      string
+	size      int64             // the file's size in bytes (progress)
+	offset    int64             // bytes of the file read through the last request fetched
+	err       error             // the stream's end: io.EOF or the error that ended it
+	wrap      func(error) error // explains a stream error in terms of the flags
 }
 
 // describe names request k for error messages.
@@ -297,9 +310,80 @@ func (l *loaded) describe(k int) string {
 	return fmt.Sprintf("request %d", k)
 }
 
-// loadWorkload reads the trace or the log, or runs the generator. A log's
-// recorded settings fill every cache flag not given explicitly.
+// fetch returns request k, reading the stream up to it if need be; io.EOF
+// past the last request. A bad trace line fails here, when the replay
+// reaches it, with its file, line and field; an empty trace fails on
+// request 0. The request stays valid while l lives.
+func (l *loaded) fetch(k int) (*workload.Request, error) {
+	for k >= len(l.reqs) {
+		if l.stream == nil {
+			if l.err != nil && l.err != io.EOF {
+				return nil, l.err
+			}
+			return nil, io.EOF
+		}
+		req, err := l.stream.Next()
+		if err != nil {
+			l.close()
+			switch {
+			case err == io.EOF && len(l.reqs) == 0:
+				err = fmt.Errorf("trace %s holds no requests: nothing to replay", l.path)
+			case err != io.EOF && l.wrap != nil:
+				err = l.wrap(err)
+			}
+			l.err = err
+			continue
+		}
+		l.reqs = append(l.reqs, req)
+		if l.path != "" {
+			l.where = append(l.where, l.path+":"+strconv.Itoa(l.stream.Line()))
+			l.offset = l.stream.Offset()
+		}
+	}
+	return &l.reqs[k], nil
+}
+
+// drain reads a streamed trace to its end, so that reqs holds every
+// request; a bad line fails it.
+func (l *loaded) drain() error {
+	_, err := l.fetch(math.MaxInt)
+	if err == io.EOF {
+		err = nil
+	}
+	return err
+}
+
+// close stops the stream (if any) and closes its file.
+func (l *loaded) close() {
+	if l.stream != nil {
+		l.stream.Close()
+		l.stream = nil
+	}
+	if l.file != nil {
+		l.file.Close()
+		l.file = nil
+	}
+}
+
+// loadWorkload reads the trace or the log, or runs the generator, in full.
+// A log's recorded settings fill every cache flag not given explicitly.
 func (s *settings) loadWorkload() (*loaded, error) {
+	l, err := s.openWorkload()
+	if err != nil {
+		return nil, err
+	}
+	if err := l.drain(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// openWorkload is loadWorkload, except that a trace is only opened and the
+// built-in workload only started: their requests are made ahead of the
+// replay on a goroutine of their own (workload.Stream), so the first
+// request runs as soon as it is read or generated. Close the result when
+// done.
+func (s *settings) openWorkload() (*loaded, error) {
 	switch {
 	case s.trace != "" && s.logFile != "":
 		return nil, errors.New("--trace and --log are exclusive: a log already holds its workload")
@@ -309,19 +393,27 @@ func (s *settings) loadWorkload() (*loaded, error) {
 		if s.requestLimit == 0 {
 			s.requestLimit = defaultTraceCapacity
 		}
-		l, err := loadTrace(s.trace, s.requestLimit)
-		if errors.Is(err, workload.ErrTooLarge) {
-			return nil, fmt.Errorf("capacity too small: %w (the device pool holds %d tokens, %s)", err, s.requestLimit, s.capFlag())
+		limit := s.requestLimit
+		l, err := openTrace(s.trace, limit)
+		if err != nil {
+			return nil, err
 		}
-		return l, err
+		l.wrap = func(err error) error {
+			if errors.Is(err, workload.ErrTooLarge) {
+				return fmt.Errorf("capacity too small: %w (the device pool holds %d tokens, %s)", err, limit, s.capFlag())
+			}
+			return err
+		}
+		return l, nil
 	}
 	cfg := workload.DefaultGenConfig()
 	cfg.Seed, cfg.Requests, cfg.Tenants = s.seed, s.requests, s.tenants
-	reqs, err := workload.Generate(cfg)
+	st, err := workload.GenerateStream(cfg, 0)
 	if err != nil {
 		return nil, fmt.Errorf("built-in workload: %w", err)
 	}
-	return &loaded{reqs: reqs, source: fmt.Sprintf("generated seed=%d requests=%d tenants=%d", s.seed, s.requests, s.tenants)}, nil
+	return &loaded{stream: st, generated: cfg.Requests,
+		source: fmt.Sprintf("generated seed=%d requests=%d tenants=%d", s.seed, s.requests, s.tenants)}, nil
 }
 
 // tokenBudget is how many input tokens a run keeps in memory at most: a
@@ -334,32 +426,21 @@ func tokenBudget() int64 {
 	return 1 << 31
 }
 
-// loadTrace reads a whole Mooncake trace; an empty trace is an error. A
+// openTrace opens a Mooncake trace for streaming (see loaded.fetch). A
 // request over perRequest input tokens (0: no limit), or a trace past
 // tokenBudget, fails on its line before its tokens are allocated.
-func loadTrace(path string, perRequest int64) (*loaded, error) {
+func openTrace(path string, perRequest int64) (*loaded, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	l := &loaded{source: "trace " + path, trace: true, file: f, path: path}
+	if fi, err := f.Stat(); err == nil {
+		l.size = fi.Size()
+	}
 	rd := workload.NewMooncakeReader(f, path)
 	rd.Limit(perRequest, tokenBudget())
-	l := &loaded{source: "trace " + path, trace: true}
-	for {
-		req, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		l.reqs = append(l.reqs, req)
-		l.where = append(l.where, path+":"+strconv.Itoa(rd.Line()))
-	}
-	if len(l.reqs) == 0 {
-		return nil, fmt.Errorf("trace %s holds no requests: nothing to replay", path)
-	}
+	l.stream = rd.Stream(0)
 	return l, nil
 }
 
@@ -394,22 +475,36 @@ func (s *settings) hostPoolCapacity(comp core.Component) int {
 // served even by an otherwise empty pool.
 func (s *settings) checkFits(l *loaded) error {
 	for k := range l.reqs {
-		r := &l.reqs[k]
-		out := 0
-		if s.outputTokens {
-			out = r.OutputLength
-		}
-		if need := len(r.Tokens) + out; need > s.capacity {
-			return fmt.Errorf("capacity too small: %s needs %d KV slots (%d input + %d output tokens) but the device pool holds %d tokens (%s); use %s %d or more",
-				l.describe(k), need, len(r.Tokens), out, s.capacity, s.capFlag(), s.capFlag(), need)
-		}
-		// Prefill gives every prompt token an SWA slot; decoding frees
-		// those that leave the window.
-		if need := max(len(r.Tokens), min(len(r.Tokens)+out, s.swaWindow+2*s.pageSize)); s.has(core.SWA) && need > s.swaCapacity {
-			return fmt.Errorf("SWA capacity too small: %s needs %d SWA slots but the SWA pool holds %d tokens (--swa-capacity); use --swa-capacity %d or more",
-				l.describe(k), need, s.swaCapacity, need)
+		if err := s.checkFit(l, k); err != nil {
+			return err
 		}
 	}
+	return s.checkMambaFits()
+}
+
+// checkFit rejects request k if it could not be served even by an
+// otherwise empty pool.
+func (s *settings) checkFit(l *loaded, k int) error {
+	r := &l.reqs[k]
+	out := 0
+	if s.outputTokens {
+		out = r.OutputLength
+	}
+	if need := len(r.Tokens) + out; need > s.capacity {
+		return fmt.Errorf("capacity too small: %s needs %d KV slots (%d input + %d output tokens) but the device pool holds %d tokens (%s); use %s %d or more",
+			l.describe(k), need, len(r.Tokens), out, s.capacity, s.capFlag(), s.capFlag(), need)
+	}
+	// Prefill gives every prompt token an SWA slot; decoding frees
+	// those that leave the window.
+	if need := max(len(r.Tokens), min(len(r.Tokens)+out, s.swaWindow+2*s.pageSize)); s.has(core.SWA) && need > s.swaCapacity {
+		return fmt.Errorf("SWA capacity too small: %s needs %d SWA slots but the SWA pool holds %d tokens (--swa-capacity); use --swa-capacity %d or more",
+			l.describe(k), need, s.swaCapacity, need)
+	}
+	return nil
+}
+
+// checkMambaFits rejects a Mamba state pool without a slot.
+func (s *settings) checkMambaFits() error {
 	if s.has(core.Mamba) && s.mambaCapacity < 1 {
 		return fmt.Errorf("Mamba capacity too small: a request needs a state slot but --mamba-capacity is %d", s.mambaCapacity)
 	}

@@ -46,7 +46,18 @@ func (c *Controller) allocPaged(r *Request, n int) ([]int32, int, error) {
 	pages := (need + c.page - 1) / c.page
 	var err error
 	if c.ensure(core.Full, c.kv, pages*c.page) == nil {
-		if buf, err = c.paged.AllocPages(buf, pages); err == nil {
+		sp := localPaged(c.kv)
+		if c.cfg.Canary && sp != nil {
+			// Prefill writes the records of the n slots it asked for
+			// before anything can read them, so a stale page need not be
+			// poisoned first; the spare rest of the last page is.
+			if buf, err = sp.allocPagesToWrite(buf, pages); err == nil {
+				if lo := len(r.slots) + n; lo < len(buf) {
+					sp.zeroRecords(buf[lo], len(buf)-lo)
+				}
+				return buf[:len(r.slots)+n], len(buf) - k, nil
+			}
+		} else if buf, err = c.paged.AllocPages(buf, pages); err == nil {
 			return buf[:len(r.slots)+n], len(buf) - k, nil
 		}
 		if !errors.Is(err, ErrPoolExhausted) {

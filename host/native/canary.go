@@ -42,12 +42,15 @@ func canarySeed(ns core.Namespace) uint64 {
 	return h
 }
 
+// canaryMul is the odd multiplier of canaryStep.
+const canaryMul = 0x9e3779b97f4a7c15
+
 // canaryStep folds one token into the chain: an xor, an odd multiply and
 // an xor-shift, each a bijection, so for a given chain value distinct
 // tokens always step to distinct values. The chain is serial (one step
 // per token), so the step is kept short: it is the canary's main cost.
 func canaryStep(h uint64, tok uint32) uint64 {
-	h = (h ^ uint64(tok)) * 0x9e3779b97f4a7c15
+	h = (h ^ uint64(tok)) * canaryMul
 	return h ^ h>>29
 }
 
@@ -144,38 +147,27 @@ func (c *Controller) writeComputed(r *Request, start int) error {
 		// This package's pools: the records go straight into memory, a
 		// run of consecutive slots (a page) at a time.
 		slots, toks := r.slots, r.tokens
-		for i := start; i < len(slots); {
-			s := slots[i]
-			e := i + 1
-			for e < len(slots) && slots[e] == slots[e-1]+1 {
-				e++
-			}
-			if mem.sz != CanaryBytes {
-				e = i + 1
-			}
-			run := mem.mem[int(s)*mem.sz : int(s)*mem.sz+(e-i)*mem.sz]
-			if mem.sz == CanaryBytes {
-				// Records back to back: walk run and the run's tokens
-				// together by reslicing, so the loop carries no index
-				// arithmetic or bounds checks besides the chain step.
-				tk := toks[i:e]
-				for len(run) >= CanaryBytes && len(tk) > 0 {
-					h = canaryStep(h, tk[0])
-					binary.LittleEndian.PutUint64(run, h)
-					binary.LittleEndian.PutUint64(run[8:], uint64(i))
-					run, tk = run[CanaryBytes:], tk[1:]
-					i++
+		if mem.sz == CanaryBytes {
+			// Records back to back: one tight loop per run of
+			// consecutive slots (a page).
+			for start < len(slots) {
+				s := slots[start]
+				end := min(len(slots), start+len(mem.mem)/CanaryBytes-int(s))
+				if s < 0 || end <= start {
+					break // not a slot of the pool: the Pool calls below say so
 				}
-				continue
+				var n int
+				h, n = writeRun(mem.mem[int(s)*CanaryBytes:], slots[start:end], toks[start:], h, uint64(start))
+				start += n
 			}
-			for off := 0; off+CanaryBytes <= len(run); off += mem.sz {
-				h = canaryStep(h, toks[i])
-				binary.LittleEndian.PutUint64(run[off:off+8], h)
-				binary.LittleEndian.PutUint64(run[off+8:off+16], uint64(i))
-				i++
+		} else {
+			for ; start < len(slots) && slots[start] >= 0 && int(slots[start]) < len(mem.mem)/mem.sz; start++ {
+				rec := mem.slot(slots[start])
+				h = canaryStep(h, toks[start])
+				binary.LittleEndian.PutUint64(rec[0:8], h)
+				binary.LittleEndian.PutUint64(rec[8:16], uint64(start))
 			}
 		}
-		start = len(r.slots)
 	}
 	for i := start; i < len(r.slots); i++ {
 		h = canaryStep(h, r.tokens[i])
@@ -253,9 +245,12 @@ func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, s
 		// mismatch, then slot by slot through the Pool calls.
 		k := 0
 		if mem.sz == CanaryBytes {
-			h, k = verifyRuns(mem.mem, h, tokens, slots)
+			h, k = verifyRuns(mem.mem, mem.used, h, tokens, slots)
 		} else {
 			for ; k < len(slots); k++ {
+				if slots[k] < 0 || heldPrefix(mem.used, slots[k], 1) == 0 {
+					break // verifyFrom reports the slot nobody holds
+				}
 				g := canaryStep(h, tokens[k])
 				rec := mem.slot(slots[k])
 				if binary.LittleEndian.Uint64(rec[0:8]) != g || binary.LittleEndian.Uint64(rec[8:16]) != uint64(k) {
@@ -275,12 +270,19 @@ func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, s
 
 // verifyRuns is verifyChain's in-place check when the records fill whole
 // slots (mem holds one CanaryBytes record per slot): it checks every slot
-// of a run of consecutive slots (a page) against the chain in one
-// sequential sweep, and returns the chain value and the position of the
-// first slot it did not confirm (len(slots) when all match), exactly as
-// the slot-by-slot loop does. A slot past the end of mem stops the sweep
-// there too, so verifyFrom's Pool calls report it.
-func verifyRuns(mem []byte, h uint64, tokens []uint32, slots []int32) (uint64, int) {
+// of a run of consecutive slots (a page) in one sequential sweep, and
+// returns the chain value and the position of the first slot it did not
+// confirm (len(slots) when all match), exactly as the slot-by-slot loop
+// does. A slot past the end of mem stops the sweep there too, so
+// verifyFrom's Pool calls report it.
+//
+// Each record is checked against the step from the record before it (the
+// chain value h for the first): the step of slot k needs only the digest
+// stored in slot k-1, not the result of checking it, so the checks of a
+// run overlap instead of waiting on one another's multiply. That is the
+// slot-by-slot rule all the same: by induction, while every record so far
+// matched, the stored digest is the chain's.
+func verifyRuns(mem []byte, used []uint64, h uint64, tokens []uint32, slots []int32) (uint64, int) {
 	k := 0
 	for k < len(slots) {
 		s := slots[k]
@@ -295,17 +297,112 @@ func verifyRuns(mem []byte, h uint64, tokens []uint32, slots []int32) (uint64, i
 		if e-k > room {
 			e = k + room
 		}
-		run, tk := mem[int(s)*CanaryBytes:(int(s)+e-k)*CanaryBytes], tokens[k:e]
-		for len(run) >= CanaryBytes && len(tk) > 0 {
-			g := canaryStep(h, tk[0])
-			if binary.LittleEndian.Uint64(run) != g || binary.LittleEndian.Uint64(run[8:]) != uint64(k) {
+		// A slot nobody holds stops the sweep too: freed pages keep
+		// their records until handed out again (slotPool.stale), so a
+		// freed slot handed back is caught by its allocation bit, and
+		// verifyFrom reports it.
+		if held := heldPrefix(used, s, e-k); held < e-k {
+			if held == 0 {
 				return h, k
 			}
-			h, run, tk = g, run[CanaryBytes:], tk[1:]
-			k++
+			e = k + held
+		}
+		var n int
+		h, n = checkRun(mem[int(s)*CanaryBytes:(int(s)+e-k)*CanaryBytes], tokens[k:e], h, uint64(k))
+		if k += n; k < e {
+			return h, k
 		}
 	}
 	return h, k
+}
+
+// heldPrefix is how many of the slots s, s+1, ..., s+n-1 are allocated in
+// the bitmap used before the first that is not (n when all are).
+func heldPrefix(used []uint64, s int32, n int) int {
+	if w, m, ok := oneWord(s, n); ok && w < len(used) && used[w]&m == m {
+		return n // a page within one bitmap word, all held: the usual case
+	}
+	for i := range n {
+		t := int(s) + i
+		if t>>6 >= len(used) || used[t>>6]&(1<<(uint(t)&63)) == 0 {
+			return i
+		}
+	}
+	return n
+}
+
+// checkRun checks the records back to back in run against tokens tk at
+// positions pos, pos+1, ... from chain value h, each against the step from
+// the digest stored before it; it returns the chain value and how many
+// records matched before the first that did not. run holds len(tk)
+// records. Four records at a time, their differences from what they
+// should be or'ed together, so a match costs one branch per four slots;
+// a group with a difference is rechecked one record at a time to find
+// the first bad one.
+func checkRun(run []byte, tk []uint32, h, pos uint64) (uint64, int) {
+	le := binary.LittleEndian
+	j := 0
+	for ; j+4 <= len(tk); j += 4 {
+		r := (*[4 * CanaryBytes]byte)(run[j*CanaryBytes:])
+		t := (*[4]uint32)(tk[j:])
+		d0, d1, d2, d3 := le.Uint64(r[0:]), le.Uint64(r[16:]), le.Uint64(r[32:]), le.Uint64(r[48:])
+		p := pos + uint64(j)
+		diff := (d0 ^ canaryStep(h, t[0])) | (d1 ^ canaryStep(d0, t[1])) |
+			(d2 ^ canaryStep(d1, t[2])) | (d3 ^ canaryStep(d2, t[3])) |
+			(le.Uint64(r[8:]) ^ p) | (le.Uint64(r[24:]) ^ (p + 1)) |
+			(le.Uint64(r[40:]) ^ (p + 2)) | (le.Uint64(r[56:]) ^ (p + 3))
+		if diff != 0 {
+			break
+		}
+		h = d3
+	}
+	for ; j < len(tk); j++ {
+		rec := (*[CanaryBytes]byte)(run[j*CanaryBytes:])
+		d := le.Uint64(rec[:8])
+		if d != canaryStep(h, tk[j]) || le.Uint64(rec[8:]) != pos+uint64(j) {
+			return h, j
+		}
+		h = d
+	}
+	return h, len(tk)
+}
+
+// writeRun writes the records of tokens tk at positions pos, pos+1, ...
+// back to back into run while slots are consecutive (slots[j] ==
+// slots[0]+j), stepping the chain from h; it returns the chain value after
+// the last record written and how many it wrote (at least one). run holds
+// a record for each of slots, tk a token for each.
+//
+// The loop carries the chain before its final xor-shift (m, with h = m ^
+// m>>29): the next step (h ^ t) * K is then ((m ^ t) ^ m>>29) * K, whose
+// shift and first xor run side by side, so a token waits on a shift, an
+// xor and the multiply rather than on all four in a row
+// (BenchmarkCanaryRecords). The values are canaryStep's exactly.
+func writeRun(run []byte, slots []int32, tk []uint32, h, pos uint64) (uint64, int) {
+	n, s0 := 1, slots[0]
+	for n < len(slots) && slots[n] == s0+int32(n) {
+		n++
+	}
+	return writeRecords(run, tk[:n], h, pos), n
+}
+
+// writeRecords is writeRun's loop over one run (len(tk) records), kept
+// apart so that the chain stays in registers: a spilled chain value
+// doubles the time a record takes.
+func writeRecords(run []byte, tk []uint32, h, pos uint64) uint64 {
+	le := binary.LittleEndian
+	m := (h ^ uint64(tk[0])) * canaryMul
+	for j := range tk {
+		sh := m >> 29
+		h = m ^ sh
+		rec := (*[CanaryBytes]byte)(run[j*CanaryBytes:])
+		le.PutUint64(rec[:8], h)
+		le.PutUint64(rec[8:], pos+uint64(j))
+		if j+1 < len(tk) {
+			m = ((m ^ uint64(tk[j+1])) ^ sh) * canaryMul
+		}
+	}
+	return h
 }
 
 // verifyFrom is verifyChain from position k on, through the Pool calls.
@@ -388,8 +485,9 @@ func notHeld(err error) bool {
 // slotMem is the storage of one of this package's pools, for the
 // canary's per-token records without a call per slot.
 type slotMem struct {
-	mem []byte
-	sz  int
+	mem  []byte
+	sz   int
+	used []uint64 // the pool's allocation bitmap
 }
 
 // slot returns the record bytes of slot s (in range: the tree's and the
@@ -414,7 +512,7 @@ func rawMem(p Pool) (slotMem, bool) {
 	if sp.closed || sp.slotBytes < CanaryBytes {
 		return slotMem{}, false
 	}
-	return slotMem{sp.mem, sp.slotBytes}, true
+	return slotMem{sp.mem, sp.slotBytes, sp.used}, true
 }
 
 // poison zeroes the records of slots (those in range), a run of

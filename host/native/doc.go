@@ -204,7 +204,11 @@
 // With ControllerConfig.Canary the controller writes a [CanaryBytes] record
 // into every slot it fills, derived from the namespace, the token's
 // position and a hash chain over the token prefix up to that token, and
-// zeroes slots as they are freed. [Controller.Verify] and
+// poisons (zeroes) slots it gives up: this package's paged pools zero a
+// freed whole page when they hand it out again, unless Prefill is about to
+// write it whole, and a freed slot handed back fails verification by its
+// allocation bit meanwhile; other pools and loose slots are zeroed as they
+// are freed. [Controller.Verify] and
 // [Controller.VerifyMatch] (and ControllerConfig.VerifyMatches, on every
 // arrival) then prove that the slots a match hands back hold exactly the
 // data of that prefix: nothing lost, recycled or mixed between tenants.

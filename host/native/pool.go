@@ -148,14 +148,18 @@ func (s *PoolSet) Close() error {
 // split by a single-slot Alloc sit on the slot list (loose), handed out
 // first, and return there when freed (pages are not re-formed).
 type slotPool struct {
-	name       string
-	capacity   int
-	slotBytes  int
-	page       int      // slots per page (1: not paged)
-	free       []int32  // free slots outside free pages; the top is handed out next
-	pages      []int32  // free whole pages (page numbers); the top is handed out next
-	used       []uint64 // allocation bitmap
-	zeroOnFree bool     // freePaged zeroes the canary record of every slot it frees
+	name      string
+	capacity  int
+	slotBytes int
+	page      int      // slots per page (1: not paged)
+	free      []int32  // free slots outside free pages; the top is handed out next
+	pages     []int32  // free whole pages (page numbers); the top is handed out next
+	used      []uint64 // allocation bitmap
+	// zeroOnFree poisons the canary record of every slot freePaged
+	// frees: loose slots at once, whole pages lazily (stale), when they
+	// are handed out again.
+	zeroOnFree bool
+	stale      []uint64 // free pages whose records are still to be zeroed (bit per page)
 	pgBuf      []int32  // freePaged scratch: the pages found
 	looseBuf   []int32  // freePaged scratch: the other slots
 	mem        []byte
@@ -182,6 +186,9 @@ func newSlotPool(name string, capacity, slotBytes, page int) (*slotPool, error) 
 		slotBytes: slotBytes,
 		page:      page,
 		used:      make([]uint64, (capacity+63)/64),
+	}
+	if page > 1 {
+		p.stale = make([]uint64, (capacity/page+63)/64)
 	}
 	// Hand out low slots (pages) first: the lists' tops are the lowest.
 	whole := capacity / page
@@ -269,10 +276,10 @@ func (p *slotPool) Alloc(dst []int32, n int) ([]int32, error) {
 	if n -= m; n == 0 {
 		return dst, nil
 	}
-	dst = p.popPages(dst, n/p.page)
+	dst = p.popPages(dst, n/p.page, true)
 	if r := n % p.page; r > 0 {
 		k := len(dst)
-		dst = p.popPages(dst, 1)
+		dst = p.popPages(dst, 1, true)
 		// The page's last slots become loose, lowest on top.
 		for i := len(dst) - 1; i >= k+r; i-- {
 			p.clearUsed(dst[i])
@@ -298,8 +305,10 @@ func (p *slotPool) popSlots(dst []int32, n int) []int32 {
 	return dst
 }
 
-// popPages moves n whole pages from the top of the page list to dst.
-func (p *slotPool) popPages(dst []int32, n int) []int32 {
+// popPages moves n whole pages from the top of the page list to dst,
+// zeroing the records of stale ones when poison is set; without, the
+// caller writes every slot of the pages before anyone can read them.
+func (p *slotPool) popPages(dst []int32, n int, poison bool) []int32 {
 	if n == 0 {
 		return dst
 	}
@@ -315,6 +324,12 @@ func (p *slotPool) popPages(dst []int32, n int) []int32 {
 			out[i] = base + int32(i)
 		}
 		p.setRange(base, size)
+		if w, bit := pg>>6, uint64(1)<<(uint(pg)&63); p.stale[w]&bit != 0 {
+			p.stale[w] &^= bit
+			if poison {
+				p.zeroRecords(base, size)
+			}
+		}
 	}
 	p.pages = p.pages[:top-n]
 	return dst
@@ -349,7 +364,18 @@ func (p *slotPool) AllocPages(dst []int32, n int) ([]int32, error) {
 	if p.page == 1 {
 		return p.popSlots(dst, n), nil
 	}
-	return p.popPages(dst, n), nil
+	return p.popPages(dst, n, true), nil
+}
+
+// allocPagesToWrite is AllocPages for a caller that writes the canary
+// record of every slot of the pages before anyone can read them (the
+// controller's Prefill): a stale page is not zeroed first. Only whole
+// pages of a paged pool; all or none.
+func (p *slotPool) allocPagesToWrite(dst []int32, n int) ([]int32, error) {
+	if p.closed || p.page == 1 || n < 0 || n > len(p.pages) {
+		return p.AllocPages(dst, n)
+	}
+	return p.popPages(dst, n, false), nil
 }
 
 // FreePages frees whole pages, all or none.
@@ -435,6 +461,14 @@ func (p *slotPool) freePaged(slots []int32) error {
 		for _, u := range slots[:k] {
 			p.setUsed(u)
 		}
+		// The pages this call gave up were being given up: their
+		// records are poisoned now, as the loose slots' were.
+		for _, pg := range pages {
+			if p.stale[pg>>6]&(1<<(uint(pg)&63)) != 0 {
+				p.stale[pg>>6] &^= 1 << (uint(pg) & 63)
+				p.zeroRecords(pg*int32(p.page), p.page)
+			}
+		}
 		p.pgBuf, p.looseBuf = pages[:0], loose[:0]
 		return err
 	}
@@ -452,7 +486,10 @@ func (p *slotPool) freePaged(slots []int32) error {
 			}
 			p.clearRange(base, p.page)
 			if p.zeroOnFree {
-				p.zeroRecords(base, p.page)
+				// Poisoned when handed out again (popPages): nothing
+				// reads a free slot's record, and a page the next Prefill
+				// takes is written whole anyway.
+				p.stale[pg>>6] |= 1 << (uint(pg) & 63)
 			}
 			pages = append(pages, pg)
 			k += p.page

@@ -155,11 +155,15 @@ func TestController_PagedPool(t *testing.T) {
 	require.Equal(t, 7, kv.AvailablePages(), "decoding fills the last page")
 	require.NoError(t, c.Audit())
 	tail := r.Slots()[32]
+	tokens, slots := slices.Clone(r.Tokens()[:33]), slices.Clone(r.Slots()[:33])
 	require.NoError(t, c.Finish(r))
 	require.Equal(t, 8, kv.AvailablePages(), "the tail's page went back whole")
-	for s := tail; s < tail+16; s++ {
-		require.Equal(t, make([]byte, CanaryBytes), kv.mem[int(s)*CanaryBytes:int(s+1)*CanaryBytes], "slot %d poisoned as freed", s)
-	}
+	// The freed page keeps its records until it is handed out again, but
+	// a stale reference to it is caught all the same: nobody holds it.
+	require.Equal(t, tail, slots[32])
+	err = c.VerifyMatch(core.Namespace{}, tokens, slots)
+	require.ErrorIs(t, err, ErrCanaryMismatch)
+	require.ErrorContains(t, err, "slot 32 is free")
 	require.Equal(t, 128, kv.Available())
 	require.Empty(t, kv.free, "no page was split")
 	require.NoError(t, c.Audit())
@@ -213,4 +217,84 @@ func TestPagedMmapPool(t *testing.T) {
 	require.ErrorIs(t, p.FreePages(s[16:]), ErrSlotNotAllocated)
 	require.NoError(t, p.Free(s[:16]))
 	require.Equal(t, 4, p.AvailablePages())
+}
+
+// TestPagedPool_StalePages: with zeroOnFree (the controller's canary), a
+// freed whole page keeps its records (nobody may read them: the slots are
+// not allocated) until it is handed out again: AllocPages and Alloc zero
+// it first, allocPagesToWrite (whose caller writes every slot) does not;
+// loose slots are zeroed as they are freed; a Free that fails part-way
+// zeroes the pages it had given up.
+func TestPagedPool_StalePages(t *testing.T) {
+	fill := func(p *MemPool, slots []int32, b byte) {
+		for _, s := range slots {
+			rec := make([]byte, CanaryBytes)
+			for i := range rec {
+				rec[i] = b
+			}
+			require.NoError(t, p.Write(s, rec))
+		}
+	}
+	zero := make([]byte, CanaryBytes)
+	isZero := func(p *MemPool, slots []int32) bool {
+		for _, s := range slots {
+			if !slices.Equal(p.mem[int(s)*CanaryBytes:int(s+1)*CanaryBytes], zero) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, alloc := range []string{"AllocPages", "Alloc", "allocPagesToWrite", "Alloc split"} {
+		t.Run(alloc, func(t *testing.T) {
+			p, err := NewPagedMemPool(64, CanaryBytes, 16)
+			require.NoError(t, err)
+			p.zeroOnFree = true
+			a, err := p.AllocPages(nil, 4)
+			require.NoError(t, err)
+			fill(p, a, 7)
+			require.NoError(t, p.Free(a[:16]))
+			require.False(t, isZero(p, a[:16]), "a freed page is poisoned lazily")
+			err = p.Read(a[0], make([]byte, CanaryBytes))
+			require.ErrorIs(t, err, ErrSlotNotAllocated, "its records cannot be read")
+			var got []int32
+			switch alloc {
+			case "AllocPages":
+				got, err = p.AllocPages(nil, 1)
+			case "Alloc":
+				got, err = p.Alloc(nil, 16)
+			case "allocPagesToWrite":
+				got, err = p.allocPagesToWrite(nil, 1)
+			case "Alloc split":
+				got, err = p.Alloc(nil, 5)
+			}
+			require.NoError(t, err)
+			require.Equal(t, a[0], got[0], "the freed page is handed out next")
+			if alloc == "allocPagesToWrite" {
+				require.False(t, isZero(p, got), "the caller writes it")
+			} else {
+				require.True(t, isZero(p, a[:16]), "zeroed as it is handed out again")
+			}
+		})
+	}
+
+	p, err := NewPagedMemPool(64, CanaryBytes, 16)
+	require.NoError(t, err)
+	p.zeroOnFree = true
+	a, err := p.AllocPages(nil, 4)
+	require.NoError(t, err)
+	fill(p, a, 9)
+	require.NoError(t, p.Free(a[16:19]), "loose slots")
+	require.True(t, isZero(p, a[16:19]), "loose slots are zeroed as they are freed")
+	// A Free that fails on its last slot keeps every slot and zeroes the
+	// page it had given up.
+	err = p.Free(append(slices.Clone(a[32:48]), a[17]))
+	require.ErrorIs(t, err, ErrSlotNotAllocated)
+	require.True(t, isZero(p, a[32:48]))
+	for _, s := range a[32:48] {
+		require.True(t, p.isUsed(s))
+	}
+	// Once written whole again and freed, the page is stale again.
+	fill(p, a[32:48], 3)
+	require.NoError(t, p.Free(a[32:48]))
+	require.False(t, isZero(p, a[32:48]))
 }
