@@ -296,44 +296,65 @@ func (t *Tree) setAuxDevice(i int32, c Component, v []int32) {
 // are capped with a 3-index slice), so reuse cannot overwrite a live node.
 // Buffers are kept in power-of-two classes by capacity, bounded in total.
 const (
-	poolMinElems = 64
 	poolMaxElems = 1 << 24
+	// poolReach is how many classes above its own a request may take a
+	// buffer from: splits cut buffers into pieces, so the small classes
+	// fill while the large ones empty, and a slightly larger buffer beats
+	// an allocation.
+	poolReach = 2
 )
 
 type bufPool[T uint32 | int32] struct {
 	class [40][][]T
 	elems int
+	top   int // no class above this one holds a buffer
 }
 
 func (p *bufPool[T]) put(b []T) {
 	c := cap(b)
-	if c < poolMinElems || p.elems+c > poolMaxElems {
+	if c == 0 || c > poolMaxElems {
 		return
 	}
 	k := bits.Len(uint(c)) - 1 // 2^k <= c
+	// A full pool makes room by dropping its largest buffers rather than
+	// the one given back: the large classes refill only from large
+	// nodes, the small ones from every split.
+	for p.elems+c > poolMaxElems {
+		for p.top > 0 && len(p.class[p.top]) == 0 {
+			p.top--
+		}
+		if p.top <= k {
+			return
+		}
+		l := p.class[p.top]
+		p.elems -= cap(l[len(l)-1])
+		l[len(l)-1] = nil
+		p.class[p.top] = l[:len(l)-1]
+	}
 	p.class[k] = append(p.class[k], b[:0])
 	p.elems += c
+	p.top = max(p.top, k)
 }
 
 // clone returns a copy of src in a recycled or fresh buffer.
 func (p *bufPool[T]) clone(src []T) []T {
 	n := len(src)
-	if n >= poolMinElems {
-		k := bits.Len(uint(n - 1)) // 2^k >= n
-		if k < len(p.class) {
-			if l := p.class[k]; len(l) > 0 {
-				b := l[len(l)-1]
-				l[len(l)-1] = nil
-				p.class[k] = l[:len(l)-1]
-				p.elems -= cap(b)
-				return append(b, src...)
-			}
-		}
-		// Round the capacity up to the class this size asks for, so the
-		// buffer serves requests of the same size once it is recycled.
-		return append(make([]T, 0, 1<<k), src...)
+	if n == 0 {
+		return append([]T(nil), src...)
 	}
-	return append([]T(nil), src...)
+	k := bits.Len(uint(n - 1)) // 2^k >= n
+	for j := k; j <= k+poolReach && j < len(p.class); j++ {
+		if l := p.class[j]; len(l) > 0 {
+			b := l[len(l)-1]
+			l[len(l)-1] = nil
+			p.class[j] = l[:len(l)-1]
+			p.elems -= cap(b)
+			return append(b, src...)
+		}
+	}
+	// Round the capacity up to the class this size asks for, so the
+	// buffer serves requests of the same size once it is recycled.
+	return append(make([]T, 0, 1<<k), src...)
 }
 
 // oneSlot returns a one-element slice holding v, carved from a shared
