@@ -262,6 +262,9 @@ type Request struct {
 	Snap      SnapshotRequest     // the snapshot index ops (0x0060-0x0067)
 	Blocks    BlocksRequest       // the block-cache ops (0x0068-0x006E)
 	Serial    uint64              // unprotect: the protection's serial
+	// Matched names begin_insert_matched's match; Insert then holds the
+	// namespace, the slots after the matched ones, and the parameters.
+	Matched MatchedRef
 }
 
 // Stats is the body of a stats response.

@@ -350,6 +350,7 @@ func script() []step {
 	steps = append(steps, snapshotScript()...)
 	steps = append(steps, blocksScript()...)
 	steps = append(steps, marconiScript()...)
+	steps = append(steps, matchedScript()...)
 	return steps
 }
 

@@ -90,6 +90,21 @@ func requestJSON(q *abi.Request) map[string]any {
 		m["swa_evicted_seqlen"] = int64(p.SWAEvictedSeqlen)
 		m["swa_branching_seqlen"] = int64(p.SWABranchingSeqlen)
 		m["mamba_slot"] = int64(p.MambaSlot)
+	case abi.OpBeginInsertMatched:
+		p := q.Insert
+		m["match_id"] = u64(q.Matched.MatchID)
+		m["namespace"] = nsJSON(p.Namespace)
+		m["token_count"] = int64(q.Matched.Tokens)
+		m["slot_prefix"] = int64(q.Matched.Slots)
+		m["slots"] = i32s(p.Slots)
+		m["prev_prefix_len"] = int64(p.PrevPrefixLen)
+		m["priority"] = s64(p.Priority)
+		m["chunked"] = p.Chunked
+		m["track_adopted"] = p.TrackAdopted
+		m["session_id"] = p.SessionID
+		m["swa_evicted_seqlen"] = int64(p.SWAEvictedSeqlen)
+		m["swa_branching_seqlen"] = int64(p.SWABranchingSeqlen)
+		m["mamba_slot"] = int64(p.MambaSlot)
 	case abi.OpLock:
 		m["node"] = u64(q.Node)
 		m["skip"] = int64(q.Skip)
@@ -272,7 +287,7 @@ func responseJSON(r *abi.Response) map[string]any {
 		m["mamba_slot"] = int64(x.MambaSlot)
 	case abi.OpInsert:
 		m["result"] = insertResultJSON(r.Insert)
-	case abi.OpBeginInsert, abi.OpResumeInsert:
+	case abi.OpBeginInsert, abi.OpResumeInsert, abi.OpBeginInsertMatched:
 		m["done"] = r.Done
 		m["result"] = insertResultJSON(r.Insert)
 	case abi.OpLock, abi.OpHostLock:

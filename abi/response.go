@@ -58,7 +58,7 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		b = putI32(b, m.MambaSlot)
 	case OpInsert:
 		b = putInsertResult(b, &r.Insert, t)
-	case OpBeginInsert, OpResumeInsert:
+	case OpBeginInsert, OpResumeInsert, OpBeginInsertMatched:
 		b = putBool(b, r.Done)
 		b = putInsertResult(b, &r.Insert, t)
 	case OpLock, OpHostLock:
@@ -328,7 +328,7 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 		d.matchFields(m)
 	case OpInsert:
 		r.Insert = d.insertResult()
-	case OpBeginInsert, OpResumeInsert:
+	case OpBeginInsert, OpResumeInsert, OpBeginInsertMatched:
 		r.Done = d.boolean("done")
 		r.Insert = d.insertResult()
 	case OpLock, OpHostLock:

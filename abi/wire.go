@@ -161,11 +161,15 @@ func SetWordCopier(c WordCopier) { wordCopier = c }
 
 // getWords decodes len(dst) little-endian 32-bit words from b (which holds
 // exactly that many). Token and slot arrays are the bulk of every message,
-// so the loop takes eight words per step through four 64-bit loads and
-// advances both slices instead of indexing them: the bounds of a step are
-// then proven by its loop condition, which matters most to the WebAssembly
-// build, where each remaining check is a compare and a branch (measured in
-// the guest: 3x faster than four words per indexed step).
+// so the loop takes sixteen words per step through eight 64-bit loads
+// into array views of both slices, and advances the slices instead of
+// indexing them: the bounds of a step are then proven by its loop
+// condition, which matters most to the WebAssembly build, where each
+// remaining check is a compare and a branch. The compiler merges each
+// pair of 32-bit stores into one 64-bit store, so a step is eight loads
+// and eight stores (measured in the guest: 3x faster than four words per
+// indexed step; sixteen words halve the loop's own work per word against
+// eight).
 func getWords[T uint32 | int32](dst []T, b []byte) {
 	b = b[:4*len(dst)]
 	if c := wordCopier; c != nil {
@@ -178,12 +182,15 @@ func getWords[T uint32 | int32](dst []T, b []byte) {
 			return
 		}
 	}
-	for len(b) >= 32 && len(dst) >= 8 {
-		x, y, z, w := le.Uint64(b), le.Uint64(b[8:]), le.Uint64(b[16:]), le.Uint64(b[24:])
-		d := dst[:8]
-		d[0], d[1], d[2], d[3] = T(uint32(x)), T(uint32(x>>32)), T(uint32(y)), T(uint32(y>>32))
-		d[4], d[5], d[6], d[7] = T(uint32(z)), T(uint32(z>>32)), T(uint32(w)), T(uint32(w>>32))
-		b, dst = b[32:], dst[8:]
+	for len(b) >= 64 && len(dst) >= 16 {
+		p, d := (*[64]byte)(b), (*[16]T)(dst)
+		x0, x1, x2, x3 := le.Uint64(p[0:8]), le.Uint64(p[8:16]), le.Uint64(p[16:24]), le.Uint64(p[24:32])
+		x4, x5, x6, x7 := le.Uint64(p[32:40]), le.Uint64(p[40:48]), le.Uint64(p[48:56]), le.Uint64(p[56:64])
+		d[0], d[1], d[2], d[3] = T(uint32(x0)), T(uint32(x0>>32)), T(uint32(x1)), T(uint32(x1>>32))
+		d[4], d[5], d[6], d[7] = T(uint32(x2)), T(uint32(x2>>32)), T(uint32(x3)), T(uint32(x3>>32))
+		d[8], d[9], d[10], d[11] = T(uint32(x4)), T(uint32(x4>>32)), T(uint32(x5)), T(uint32(x5>>32))
+		d[12], d[13], d[14], d[15] = T(uint32(x6)), T(uint32(x6>>32)), T(uint32(x7)), T(uint32(x7>>32))
+		b, dst = b[64:], dst[16:]
 	}
 	for i := range dst {
 		dst[i] = T(le.Uint32(b[4*i:]))
@@ -191,7 +198,7 @@ func getWords[T uint32 | int32](dst []T, b []byte) {
 }
 
 // putWords encodes v as little-endian 32-bit words into out (exactly
-// 4*len(v) bytes), eight words per step as getWords.
+// 4*len(v) bytes), sixteen words per step as getWords.
 func putWords[T uint32 | int32](out []byte, v []T) {
 	out = out[:4*len(v)]
 	if c := wordCopier; c != nil {
@@ -204,13 +211,17 @@ func putWords[T uint32 | int32](out []byte, v []T) {
 			return
 		}
 	}
-	for len(out) >= 32 && len(v) >= 8 {
-		w := v[:8]
-		le.PutUint64(out, uint64(uint32(w[0]))|uint64(uint32(w[1]))<<32)
-		le.PutUint64(out[8:], uint64(uint32(w[2]))|uint64(uint32(w[3]))<<32)
-		le.PutUint64(out[16:], uint64(uint32(w[4]))|uint64(uint32(w[5]))<<32)
-		le.PutUint64(out[24:], uint64(uint32(w[6]))|uint64(uint32(w[7]))<<32)
-		out, v = out[32:], v[8:]
+	for len(out) >= 64 && len(v) >= 16 {
+		p, w := (*[64]byte)(out), (*[16]T)(v)
+		le.PutUint64(p[0:8], uint64(uint32(w[0]))|uint64(uint32(w[1]))<<32)
+		le.PutUint64(p[8:16], uint64(uint32(w[2]))|uint64(uint32(w[3]))<<32)
+		le.PutUint64(p[16:24], uint64(uint32(w[4]))|uint64(uint32(w[5]))<<32)
+		le.PutUint64(p[24:32], uint64(uint32(w[6]))|uint64(uint32(w[7]))<<32)
+		le.PutUint64(p[32:40], uint64(uint32(w[8]))|uint64(uint32(w[9]))<<32)
+		le.PutUint64(p[40:48], uint64(uint32(w[10]))|uint64(uint32(w[11]))<<32)
+		le.PutUint64(p[48:56], uint64(uint32(w[12]))|uint64(uint32(w[13]))<<32)
+		le.PutUint64(p[56:64], uint64(uint32(w[14]))|uint64(uint32(w[15]))<<32)
+		out, v = out[64:], v[16:]
 	}
 	for i, x := range v {
 		le.PutUint32(out[4*i:], uint32(x))

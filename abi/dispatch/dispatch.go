@@ -57,6 +57,12 @@ type instance struct {
 	// lookups use snap); blocksCfg is what it starts from.
 	blocks    *blockcache.Cache
 	blocksCfg blockcache.Config
+	// The instance's last match, for begin_insert_matched: its request
+	// id (0: none), tokens and result indices, in buffers the instance
+	// owns (swapped with the dispatcher's, never copied).
+	matchID  uint64
+	matchTok []uint32
+	matchIdx []int32
 }
 
 // Dispatcher owns core trees by handle and answers ABI requests. It is
@@ -79,6 +85,7 @@ type Dispatcher struct {
 	slots []int32
 	ids   []core.NodeID
 	idx   []int32
+	cat   []int32 // begin_insert_matched's slots: the match's, then the request's
 	acts  []core.Action
 	order []int32
 	evs   []core.Event
@@ -250,6 +257,7 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 	case abi.OpReset:
 		inst.tree.Reset()
 		inst.poisoned = ""
+		inst.matchID = 0
 		inst.snap, inst.blocks = nil, nil // the next snapshot or block op starts empty
 		r.Tag, r.Root = inst.tag, inst.tree.Root()
 		return nil
@@ -276,6 +284,15 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 			d.idx = res.Indices[:0]
 		}
 		r.Match, r.Actions = res, res.Actions
+		d.keepMatch(inst, q, res.Indices, err)
+		return err
+	case abi.OpBeginInsertMatched:
+		p, err := d.matchedParams(inst, q)
+		if err != nil {
+			return err
+		}
+		step, err := t.BeginInsert(p)
+		r.Done, r.Insert, r.Actions = step.Done, step.Result, step.Actions
 		return err
 	case abi.OpInsert:
 		res, acts, err := t.Insert(q.Insert)
@@ -385,6 +402,45 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		return err
 	}
 	return &abi.Error{Code: abi.CodeUnknownOp, Msg: fmt.Sprintf("%s has no handler", q.Op)}
+}
+
+// keepMatch makes a match inst's last match (none when it failed). The
+// decoded tokens and the result indices change owner: the instance keeps
+// them and gives the dispatcher its previous buffers for the next call.
+func (d *Dispatcher) keepMatch(inst *instance, q *abi.Request, idx []int32, err error) {
+	if err != nil {
+		inst.matchID = 0
+		return
+	}
+	inst.matchID = q.ID
+	inst.matchTok, d.toks = q.Insert.Tokens, inst.matchTok[:0]
+	inst.matchIdx, d.idx = idx, inst.matchIdx[:0]
+}
+
+// matchedParams builds begin_insert_matched's insert parameters from
+// inst's last match, or answers stale_match.
+func (d *Dispatcher) matchedParams(inst *instance, q *abi.Request) (core.InsertParams, error) {
+	m, p := q.Matched, q.Insert
+	switch {
+	case m.MatchID == 0 || m.MatchID != inst.matchID:
+		last := "no match is kept"
+		if inst.matchID != 0 {
+			last = fmt.Sprintf("the last match is request %d", inst.matchID)
+		}
+		return p, &abi.Error{Code: abi.CodeStaleMatch, Msg: fmt.Sprintf("match request %d is not the instance's last match (%s)", m.MatchID, last)}
+	case uint64(m.Tokens) > uint64(len(inst.matchTok)) || uint64(m.Slots) > uint64(len(inst.matchIdx)):
+		return p, &abi.Error{Code: abi.CodeStaleMatch, Msg: fmt.Sprintf("match request %d has %d tokens and %d slots; %d and %d asked for",
+			m.MatchID, len(inst.matchTok), len(inst.matchIdx), m.Tokens, m.Slots)}
+	}
+	p.Tokens = nil
+	if m.Tokens > 0 {
+		p.Tokens = inst.matchTok[:m.Tokens]
+	}
+	if m.Slots > 0 {
+		d.cat = append(append(d.cat[:0], inst.matchIdx[:m.Slots]...), p.Slots...)
+		p.Slots = d.cat
+	}
+	return p, nil
 }
 
 func (d *Dispatcher) create(q *abi.Request, r *abi.Response) error {

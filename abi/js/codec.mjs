@@ -37,6 +37,8 @@ export const OPS = Object.freeze({
   protect: 0x58, unprotect: 0x59,
   // The marconi Mamba policy's alpha.
   mamba_set_alpha: 0x70,
+  // begin_insert reusing the tokens (and first slots) of the instance's last match.
+  begin_insert_matched: 0x80,
 });
 
 export const SNAPSHOT_KINDS = Object.freeze({ plain: 0, tail: 1, sibling: 2 });
@@ -46,7 +48,7 @@ export const COMPONENTS = Object.freeze({ full: 0, swa: 1, mamba: 2 });
 
 export const CODES = Object.freeze({
   none: 0, internal: 1, truncated: 2, bad_magic: 3, bad_version: 4, unknown_op: 5,
-  unknown_instance: 6, malformed: 7, unsupported: 8, exhausted: 9,
+  unknown_instance: 6, malformed: 7, unsupported: 8, exhausted: 9, stale_match: 10,
   invalid_config: 16, unknown_policy: 17, invalid_argument: 18, stale_node: 19, receipt: 20,
   insert_in_flight: 21, no_insert: 22, eviction_in_flight: 23, no_eviction: 24, busy: 25,
   broken: 26, sanity: 27,
@@ -193,6 +195,12 @@ export function encodeRequest(q) {
       w.i64(q.priority ?? 0); w.bool(q.chunked); w.bool(q.track_adopted); w.str(q.session_id);
       w.i32(q.swa_evicted_seqlen ?? 0); w.i32(q.swa_branching_seqlen ?? 0); w.i32(q.mamba_slot ?? 0);
       break;
+    case OPS.begin_insert_matched:
+      w.u64(q.match_id); putNamespace(w, q.namespace); w.u32(q.token_count); w.u32(q.slot_prefix ?? 0);
+      w.i32s(q.slots); w.i32(q.prev_prefix_len ?? 0);
+      w.i64(q.priority ?? 0); w.bool(q.chunked); w.bool(q.track_adopted); w.str(q.session_id);
+      w.i32(q.swa_evicted_seqlen ?? 0); w.i32(q.swa_branching_seqlen ?? 0); w.i32(q.mamba_slot ?? 0);
+      break;
     case OPS.lock: w.u64(q.node); w.u8(q.skip ?? 0); break;
     case OPS.mamba_set_alpha: w.f64(q.alpha); break;
     case OPS.unlock: w.u64(q.node); putReceipt(w, q.receipt); w.bool(q.skip_swa); break;
@@ -333,7 +341,7 @@ export function decodeResponse(bytes) {
       for (const k of ['host_hit_len', 'swa_host_hit_len', 'swa_branching_seqlen', 'mamba_host_hit_len', 'mamba_branching_seqlen', 'full_kv_hit_len', 'mamba_slot']) m[k] = r.i32(k);
       break;
     case OPS.insert: m.result = getInsertResult(r); break;
-    case OPS.begin_insert: case OPS.resume_insert: m.done = r.bool('done'); m.result = getInsertResult(r); break;
+    case OPS.begin_insert: case OPS.resume_insert: case OPS.begin_insert_matched: m.done = r.bool('done'); m.result = getInsertResult(r); break;
     case OPS.lock: case OPS.host_lock: m.receipt = getReceipt(r); break;
     case OPS.evict: case OPS.evict_host: m.freed = r.i64('freed'); break;
     case OPS.evict_next: m.node = r.u64('node'); m.freed = r.i64('freed'); m.done = r.bool('done'); break;

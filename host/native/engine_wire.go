@@ -136,6 +136,17 @@ type wireEngine struct {
 	// with their hashes and tokens, until the next call, the lifetime
 	// core gives its own actions.
 	scratch abi.Scratch
+
+	// The guest keeps the instance's last match for begin_insert_matched;
+	// these are the engine's copies of what it sent and got back (matchID
+	// 0: none the guest is known to hold). An insert of tokens the match
+	// had, with the match's slots first (a serving loop's Finish), sends
+	// neither again. noMatched is set when the guest does not know the op.
+	matchID   uint64
+	matchNS   core.Namespace
+	matchTok  []uint32
+	matchIdx  []int32
+	noMatched bool
 }
 
 // newWireEngine creates a cache instance with cfg on tr. On failure it
@@ -279,12 +290,20 @@ func (e *wireEngine) Match(dst []int32, ns core.Namespace, tokens []uint32) (cor
 		return core.MatchResult{Indices: dst}, err
 	}
 	e.q.Insert.Namespace, e.q.Insert.Tokens = ns, tokens
+	base := len(dst)
+	e.matchID = 0
 	err := e.roundTripMatch(abi.OpMatch, dst)
 	e.q.Insert = core.InsertParams{}
 	if err != nil {
 		return core.MatchResult{Indices: dst, SWABranchingSeqlen: -1, MambaBranchingSeqlen: -1, MambaSlot: -1, Actions: e.r.Actions}, err
 	}
 	m := e.r.Match
+	if !e.noMatched {
+		// What the guest now keeps as the instance's last match.
+		e.matchID, e.matchNS = e.q.ID, ns
+		e.matchTok = append(e.matchTok[:0], tokens...)
+		e.matchIdx = append(e.matchIdx[:0], m.Indices[base:]...)
+	}
 	m.LastDevice, m.LastHost, m.Best = e.fromWire(m.LastDevice), e.fromWire(m.LastHost), e.fromWire(m.Best)
 	m.Actions = e.r.Actions
 	return m, nil
@@ -335,8 +354,66 @@ func (e *wireEngine) BeginInsert(p core.InsertParams) (core.InsertStep, error) {
 	if err := insertFits(&p); err != nil {
 		return core.InsertStep{}, err
 	}
+	if ref, ok := e.matchedRef(&p); ok {
+		e.q.Insert, e.q.Matched = p, ref
+		e.q.Insert.Tokens, e.q.Insert.Slots = nil, p.Slots[ref.Slots:]
+		err := e.roundTrip(abi.OpBeginInsertMatched)
+		e.q.Matched = abi.MatchedRef{}
+		var re *RemoteError
+		if !errors.As(err, &re) || (re.Code != abi.CodeStaleMatch && re.Code != abi.CodeUnknownOp) {
+			e.q.Insert = core.InsertParams{}
+			if err != nil {
+				return core.InsertStep{Actions: e.r.Actions}, err
+			}
+			return core.InsertStep{Actions: e.r.Actions, Done: e.r.Done, Result: e.insertFromWire(e.r.Insert)}, nil
+		}
+		// The guest no longer holds the match (a raw call matched or
+		// reset in between), or predates the op: send it all. Nothing
+		// changed in the guest.
+		e.matchID = 0
+		e.noMatched = e.noMatched || re.Code == abi.CodeUnknownOp
+	}
 	e.q.Insert = p
 	return e.insertStep(abi.OpBeginInsert)
+}
+
+// matchedRef reports whether p's insert can name the guest's last match
+// instead of sending its tokens: p's tokens are a prefix of the match's
+// (checked, since the caller may have changed its slice since), in its
+// namespace. The match's slots are left out too when p's slots start
+// with them.
+func (e *wireEngine) matchedRef(p *core.InsertParams) (abi.MatchedRef, bool) {
+	n := len(p.Tokens)
+	if e.matchID == 0 || n == 0 || n > len(e.matchTok) || p.Namespace != e.matchNS || !equalWords(p.Tokens, e.matchTok[:n]) {
+		return abi.MatchedRef{}, false
+	}
+	k := min(len(e.matchIdx), len(p.Slots))
+	if !equalWords(p.Slots[:k], e.matchIdx[:k]) {
+		k = 0
+	}
+	return abi.MatchedRef{MatchID: e.matchID, Tokens: uint32(n), Slots: uint32(k)}, true
+}
+
+// equalWords reports whether a and b (of one length) are equal. It
+// compares whole blocks as arrays, which the compiler turns into the
+// runtime's vectorised memory compare: several times faster than an
+// element loop, and this runs over every token an insert sends.
+func equalWords[T uint32 | int32](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for len(a) >= 256 && len(b) >= 256 {
+		if *(*[256]T)(a) != *(*[256]T)(b) {
+			return false
+		}
+		a, b = a[256:], b[256:]
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *wireEngine) ResumeInsert() (core.InsertStep, error) {
@@ -789,6 +866,7 @@ func (e *wireEngine) Reset() error {
 	if err := e.usable(); err != nil {
 		return err
 	}
+	e.matchID = 0
 	return e.roundTrip(abi.OpReset)
 }
 

@@ -48,6 +48,7 @@ type gen struct {
 	next     int // corpus ring position once full
 	buf      []byte
 	q        abi.Request
+	match    uint64 // the id of the last structured match, for begin_insert_matched
 }
 
 const corpusCap = 1024
@@ -82,6 +83,7 @@ var ops = []abi.Op{
 	abi.OpMarkWriteThroughPending, abi.OpFinishWriteThrough, abi.OpDemote, abi.OpDropSubtreeNoHost,
 	abi.OpCommitLoadBack, abi.OpInsertHost, abi.OpStorageSpec, abi.OpBackfillHashes,
 	abi.OpLinkerChain, abi.OpMarkLinkerPending, abi.OpFinishLinkerOffload, abi.OpMarkLinkerStoredPath,
+	abi.OpBeginInsertMatched,
 }
 
 // kind picks the next call's kind.
@@ -291,6 +293,17 @@ func (g *gen) structured() []byte {
 		q.Config = g.config()
 	case abi.OpMatch:
 		q.Insert.Namespace, q.Insert.Tokens = g.namespace(), g.tokens(g.length())
+		g.match = q.ID
+	case abi.OpBeginInsertMatched:
+		// Mostly the last match (on whichever instance), with counts that
+		// may exceed what it kept.
+		n := g.length()
+		q.Matched = abi.MatchedRef{MatchID: g.match, Tokens: uint32(g.r.IntN(n + 2)), Slots: uint32(g.r.IntN(n/2 + 2))}
+		if g.r.IntN(4) == 0 {
+			q.Matched.MatchID = g.r.Uint64N(1 << 20)
+		}
+		q.Insert = core.InsertParams{Namespace: g.namespace(), Slots: g.slots(n / 2),
+			PrevPrefixLen: g.r.IntN(n + 2), MambaSlot: int32(g.r.IntN(64)) - 1}
 	case abi.OpInsert, abi.OpBeginInsert:
 		n := g.length()
 		q.Insert = core.InsertParams{Namespace: g.namespace(), Tokens: g.tokens(n), Slots: g.slots(n),
