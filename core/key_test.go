@@ -7,7 +7,7 @@ import "testing"
 // widest loop, with the difference at every position, both ways round and
 // with the second slice longer.
 func TestMismatch(t *testing.T) {
-	for n := 0; n < 40; n++ {
+	for n := 0; n < 100; n++ {
 		for d := 0; d <= n; d++ {
 			a := make([]uint32, n)
 			b := make([]uint32, n+d%3)
@@ -28,7 +28,7 @@ func TestMismatch(t *testing.T) {
 // length up to a few of its steps, with one negative word at every
 // position and with none.
 func TestAnyNegative(t *testing.T) {
-	for n := 0; n < 40; n++ {
+	for n := 0; n < 100; n++ {
 		s := make([]int32, n)
 		for i := range s {
 			s[i] = int32(i) * 0x01000001 & 0x7fffffff
