@@ -62,7 +62,7 @@ func (r *reader) appendI32s(field string, dst []int32) []int32 {
 // capacity is short.
 func growI32(dst []int32, n int) []int32 {
 	if cap(dst)-len(dst) < n {
-		nd := make([]int32, len(dst), len(dst)+n)
+		nd := make([]int32, len(dst), max(2*cap(dst), len(dst)+n))
 		copy(nd, dst)
 		dst = nd
 	}

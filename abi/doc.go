@@ -14,8 +14,10 @@
 // standard library; [DecodeRequest] and [DecodeResponse] decode into a
 // caller-owned value. Token and slot arrays travel as a u32 count plus a
 // raw little-endian run, decoded by one bulk loop into reused buffers, so
-// the hot path (match) adds no allocation. Every decoding failure is an
-// [*Error] carrying its wire [Code].
+// the hot path (match) adds no allocation. An insert of tokens just
+// matched need not send them again: [OpBeginInsertMatched] names the
+// instance's last match instead. Every decoding failure is an [*Error]
+// carrying its wire [Code].
 //
 // Results, actions and KV events are core's own types ([core.MatchResult],
 // [core.InsertResult], [core.Receipt], [core.Action], [core.Event], ...);

@@ -54,15 +54,24 @@ func putInsertTail(b []byte, p *core.InsertParams) []byte {
 	return putI32(b, p.MambaSlot)
 }
 
-// decodeMatchedRequest decodes what appendMatchedRequest encodes, the
-// slots into slots[:0]; Insert.Tokens stays nil.
+// decodeMatchedRequest decodes what appendMatchedRequest encodes;
+// Insert.Tokens stays nil. When the reused slot buffer has room for
+// slot_prefix entries before the sent slots, they are decoded at that
+// offset of it, leaving the entries before it as they were: the
+// dispatcher then writes the match's slots there and hands core the
+// whole run without moving the sent ones (otherwise they go to the
+// buffer's start, as any array does).
 func decodeMatchedRequest(r *reader, q *Request, slots []int32) {
 	p, m := &q.Insert, &q.Matched
 	m.MatchID = r.u64("match_id")
 	p.Namespace = r.namespace()
 	m.Tokens = r.u32("token_count")
 	m.Slots = r.u32("slot_prefix")
-	p.Slots = r.i32s("slots", slots)
+	if k, n := uint64(m.Slots), r.peekCount(); n > 0 && k+n <= uint64(cap(slots)) {
+		p.Slots = r.i32s("slots", slots[k:k:cap(slots)])
+	} else {
+		p.Slots = r.i32s("slots", slots)
+	}
 	decodeInsertTail(r, p)
 }
 

@@ -22,6 +22,14 @@
 // to another resolves to a generation no live node has, and core rejects
 // it as a stale handle instead of aliasing one of its own nodes.
 //
+// # Kept matches
+//
+// Each instance keeps its last successful match (request id, tokens and
+// result indices) for begin_insert_matched, which inserts those tokens,
+// and the match's slots first, without the host sending them again
+// (abi/SPEC.md §4.3.1). The dispatcher's decode buffers and the
+// instance's change owner on every match; nothing is copied.
+//
 // # Failures
 //
 // Call never panics. Every input is validated (by the codec, then by
@@ -436,9 +444,18 @@ func (d *Dispatcher) matchedParams(inst *instance, q *abi.Request) (core.InsertP
 	if m.Tokens > 0 {
 		p.Tokens = inst.matchTok[:m.Tokens]
 	}
-	if m.Slots > 0 {
-		d.cat = append(append(d.cat[:0], inst.matchIdx[:m.Slots]...), p.Slots...)
-		p.Slots = d.cat
+	if k := int(m.Slots); k > 0 {
+		// The codec decoded the sent slots k entries into the request's
+		// buffer when it had room: put the match's before them there.
+		// Otherwise join both in a buffer of their own.
+		n := len(p.Slots)
+		if full := d.slots[:cap(d.slots)]; n > 0 && k+n <= len(full) && &full[k] == &p.Slots[0] {
+			p.Slots = full[:k+n]
+			copy(p.Slots, inst.matchIdx[:k])
+		} else {
+			d.cat = append(append(d.cat[:0], inst.matchIdx[:k]...), p.Slots...)
+			p.Slots = d.cat
+		}
 	}
 	return p, nil
 }

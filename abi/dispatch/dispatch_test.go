@@ -341,3 +341,53 @@ func TestDispatcher_HybridOps(t *testing.T) {
 		Tokens: []uint32{9, 9}, Slots: []int32{1, 2}, MambaSlot: -1}}, abi.CodeInvalidArgument)
 	ok(t, d, abi.Request{Op: abi.OpSanityCheck, Instance: h})
 }
+
+// TestDispatcher_BeginInsertMatched: begin_insert_matched answers and
+// changes the tree as the begin_insert it stands for, whether the sent
+// slots were decoded in place after room for the match's (a buffer grown
+// by earlier calls) or had to be joined to them (a fresh dispatcher).
+func TestDispatcher_BeginInsertMatched(t *testing.T) {
+	toks := make([]uint32, 40)
+	for i := range toks {
+		toks[i] = uint32(i + 1)
+	}
+	slots := func(from, n int) []int32 {
+		s := make([]int32, n)
+		for i := range s {
+			s[i] = int32(from + i)
+		}
+		return s
+	}
+	for _, warm := range []bool{false, true} {
+		plain, fused := New(), New()
+		hp, hf := create(t, plain, 2), create(t, fused, 2)
+		if warm {
+			// Grow the fused dispatcher's slot buffer past what the
+			// insert needs.
+			insert(t, fused, hf, toks[20:], slots(500, 20))
+			insert(t, plain, hp, toks[20:], slots(500, 20))
+		}
+		insert(t, plain, hp, toks[:8], slots(0, 8))
+		insert(t, fused, hf, toks[:8], slots(0, 8))
+		mp := ok(t, plain, abi.Request{Op: abi.OpMatch, Instance: hp, ID: 7, Insert: core.InsertParams{Tokens: toks[:12]}})
+		mf := ok(t, fused, abi.Request{Op: abi.OpMatch, Instance: hf, ID: 7, Insert: core.InsertParams{Tokens: toks[:12]}})
+		require.Equal(t, mp.Match.Indices, mf.Match.Indices)
+		k := len(mf.Match.Indices)
+		require.Equal(t, 8, k)
+		all := append(append([]int32(nil), mp.Match.Indices...), slots(100, 4)...)
+		rp := ok(t, plain, abi.Request{Op: abi.OpBeginInsert, Instance: hp, ID: 8,
+			Insert: core.InsertParams{Tokens: toks[:12], Slots: all, PrevPrefixLen: k}})
+		rf := ok(t, fused, abi.Request{Op: abi.OpBeginInsertMatched, Instance: hf, ID: 8,
+			Matched: abi.MatchedRef{MatchID: 7, Tokens: 12, Slots: uint32(k)},
+			Insert:  core.InsertParams{Slots: all[k:], PrevPrefixLen: k}})
+		require.Equal(t, rp.Done, rf.Done, "warm=%v", warm)
+		require.Equal(t, rp.Insert, rf.Insert, "warm=%v", warm)
+		require.Equal(t, rp.Actions, rf.Actions, "warm=%v", warm)
+		require.Equal(t, snapshot(t, plain, hp), snapshot(t, fused, hf), "warm=%v", warm)
+		// The kept match is unchanged by the insert that used it.
+		rf = ok(t, fused, abi.Request{Op: abi.OpBeginInsertMatched, Instance: hf, ID: 9,
+			Matched: abi.MatchedRef{MatchID: 7, Tokens: 12, Slots: uint32(k)},
+			Insert:  core.InsertParams{Slots: all[k:], PrevPrefixLen: k}})
+		require.Equal(t, 12, rf.Insert.TotalLen)
+	}
+}

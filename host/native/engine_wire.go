@@ -893,7 +893,10 @@ func (e *wireEngine) Close() error {
 // garbage calls with the engine's own: the guest must refuse them and
 // leave the engine's cache instance as it was. A request that names the
 // engine's own instance (Instance reports it) changes it like any other
-// call would; callers that mean no harm avoid that handle.
+// call would; callers that mean no harm avoid that handle. (A raw match
+// there replaces the match the guest keeps for the engine's next insert:
+// the guest then answers that insert stale_match and the engine resends
+// it in full, so results do not change.)
 type RawCaller interface {
 	RawCall(req []byte) ([]byte, error)
 	// Instance is the handle of the engine's own cache instance.
