@@ -22,6 +22,7 @@ import (
 
 	"github.com/radixkv/radixkv/abi"
 	"github.com/radixkv/radixkv/abi/dispatch"
+	"github.com/radixkv/radixkv/internal/wordview"
 )
 
 // main is required by the toolchain; a c-shared module runs _initialize
@@ -55,24 +56,12 @@ var (
 // is taken every so many calls, not on each.
 const yieldEvery = 32
 
-func init() { abi.SetWordCopier(bulkWords{}) }
-
-// bulkWords copies word arrays as memory. WebAssembly memory is
-// little-endian, so a []uint32's bytes are its wire encoding; one
-// memory.copy moves them at memmove speed, where the portable word loops
-// took about 2 ns a word, the largest share of a call's time in a trace
-// replay (see RATIONALE.md, "Where the wasm engine's time went").
-type bulkWords struct{}
-
-func (bulkWords) GetU32(dst []uint32, b []byte) { copy(wordBytes(dst), b) }
-func (bulkWords) GetI32(dst []int32, b []byte)  { copy(wordBytes(dst), b) }
-func (bulkWords) PutU32(out []byte, v []uint32) { copy(out, wordBytes(v)) }
-func (bulkWords) PutI32(out []byte, v []int32)  { copy(out, wordBytes(v)) }
-
-// wordBytes views v's memory as bytes.
-func wordBytes[T uint32 | int32](v []T) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
-}
+// WebAssembly memory is little-endian, so a word slice's bytes are its
+// wire encoding: the codec moves token and slot arrays with one
+// memory.copy instead of a loop at about 2 ns a word, which was the
+// largest share of a call's time in a trace replay (RATIONALE.md, "Where
+// the wasm engine's time went").
+func init() { abi.SetWordCopier(wordview.Copier{}) }
 
 //go:wasmexport radixkv_abi_version
 func abiVersion() uint32 { return uint32(abi.Version) }

@@ -1,10 +1,8 @@
 package native
 
 import (
-	"encoding/binary"
-	"unsafe"
-
 	"github.com/radixkv/radixkv/abi"
+	"github.com/radixkv/radixkv/internal/wordview"
 )
 
 // On a little-endian machine a word slice's memory is its wire encoding,
@@ -14,20 +12,7 @@ import (
 // portable codec's exactly (abi.TestSetWordCopier); big-endian hosts keep
 // the portable loops.
 func init() {
-	if binary.NativeEndian.Uint16([]byte{1, 0}) == 1 {
-		abi.SetWordCopier(memWords{})
+	if wordview.LittleEndian() {
+		abi.SetWordCopier(wordview.Copier{})
 	}
-}
-
-// memWords is an abi.WordCopier that copies memory.
-type memWords struct{}
-
-func (memWords) GetU32(dst []uint32, b []byte) { copy(wordBytes(dst), b) }
-func (memWords) GetI32(dst []int32, b []byte)  { copy(wordBytes(dst), b) }
-func (memWords) PutU32(out []byte, v []uint32) { copy(out, wordBytes(v)) }
-func (memWords) PutI32(out []byte, v []int32)  { copy(out, wordBytes(v)) }
-
-// wordBytes views v's memory as bytes.
-func wordBytes[T uint32 | int32](v []T) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
 }
