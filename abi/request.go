@@ -122,11 +122,14 @@ func putNamespace(b []byte, ns core.Namespace) []byte {
 	return putStr(b, ns.LoRA)
 }
 
+// namespace decodes a namespace. A string equal to the one the request
+// decoded into held before is reused rather than allocated again: a
+// host's requests mostly come in one namespace.
 func (r *reader) namespace() core.Namespace {
 	return core.Namespace{
-		ExtraKey:  r.str("namespace.extra_key"),
-		CacheSalt: r.str("namespace.cache_salt"),
-		LoRA:      r.str("namespace.lora"),
+		ExtraKey:  r.strLike("namespace.extra_key", r.ns.ExtraKey),
+		CacheSalt: r.strLike("namespace.cache_salt", r.ns.CacheSalt),
+		LoRA:      r.strLike("namespace.lora", r.ns.LoRA),
 	}
 }
 
@@ -163,11 +166,12 @@ func (r *reader) receipt() core.Receipt {
 // response can echo them.
 func DecodeRequest(q *Request, b []byte) error {
 	toks, slots, nodes, comps := q.Insert.Tokens[:0], q.Insert.Slots[:0], q.Nodes[:0], q.Config.Components[:0]
+	prevNS := q.Insert.Namespace
 	*q = Request{}
 	if len(b) < RequestHeaderSize {
 		return errorf(CodeTruncated, "request of %d bytes is shorter than the %d-byte header", len(b), RequestHeaderSize)
 	}
-	r := reader{b: b}
+	r := reader{b: b, ns: prevNS}
 	magic := r.u32("magic")
 	version := r.u16("version")
 	q.Op = Op(r.u16("op"))

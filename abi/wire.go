@@ -18,6 +18,9 @@ type reader struct {
 	off int
 	err *Error
 	s   *Scratch // reusable decode buffers, or nil
+	// ns is the namespace the decoded request held before, whose strings
+	// a namespace equal to it reuses.
+	ns core.Namespace
 }
 
 func (r *reader) fail(c Code, format string, args ...any) {
@@ -88,6 +91,19 @@ func (r *reader) str(field string) string {
 	s := r.take(field, n)
 	if len(s) == 0 {
 		return ""
+	}
+	return string(s)
+}
+
+// strLike is str returning prev when the bytes equal it (no allocation).
+func (r *reader) strLike(field, prev string) string {
+	n := r.count(field, 1)
+	s := r.take(field, n)
+	if len(s) == 0 {
+		return ""
+	}
+	if string(s) == prev {
+		return prev
 	}
 	return string(s)
 }

@@ -284,7 +284,7 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 			s.Protected[c] = int64(t.Protected(core.Component(c)))
 		}
 		s.InsertInFlight, s.EvictionInFlight = t.InsertInFlight(), t.EvictionInFlight()
-		s.LiveReceipts = uint32(len(t.LiveReceipts()))
+		s.LiveReceipts = uint32(t.LiveReceiptCount())
 		return nil
 	case abi.OpMatch:
 		res, err := t.Match(d.idx[:0], q.Insert.Namespace, q.Insert.Tokens)

@@ -359,22 +359,32 @@ func (e *wireEngine) BeginInsert(p core.InsertParams) (core.InsertStep, error) {
 		e.q.Insert.Tokens, e.q.Insert.Slots = nil, p.Slots[ref.Slots:]
 		err := e.roundTrip(abi.OpBeginInsertMatched)
 		e.q.Matched = abi.MatchedRef{}
-		var re *RemoteError
-		if !errors.As(err, &re) || (re.Code != abi.CodeStaleMatch && re.Code != abi.CodeUnknownOp) {
+		if err == nil {
 			e.q.Insert = core.InsertParams{}
-			if err != nil {
-				return core.InsertStep{Actions: e.r.Actions}, err
-			}
 			return core.InsertStep{Actions: e.r.Actions, Done: e.r.Done, Result: e.insertFromWire(e.r.Insert)}, nil
+		}
+		code, ok := remoteCode(err)
+		if !ok || (code != abi.CodeStaleMatch && code != abi.CodeUnknownOp) {
+			e.q.Insert = core.InsertParams{}
+			return core.InsertStep{Actions: e.r.Actions}, err
 		}
 		// The guest no longer holds the match (a raw call matched or
 		// reset in between), or predates the op: send it all. Nothing
 		// changed in the guest.
 		e.matchID = 0
-		e.noMatched = e.noMatched || re.Code == abi.CodeUnknownOp
+		e.noMatched = e.noMatched || code == abi.CodeUnknownOp
 	}
 	e.q.Insert = p
 	return e.insertStep(abi.OpBeginInsert)
+}
+
+// remoteCode returns the wire code of a guest's error response.
+func remoteCode(err error) (abi.Code, bool) {
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return re.Code, true
+	}
+	return 0, false
 }
 
 // matchedRef reports whether p's insert can name the guest's last match
