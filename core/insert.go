@@ -213,11 +213,7 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 		return InsertStep{}, err
 	}
 	// One branch-free pass; search for the culprit only on failure.
-	var or int32
-	for _, s := range p.Slots[:L] {
-		or |= s
-	}
-	if or < 0 {
+	if anyNegative(p.Slots[:L]) {
 		for k, s := range p.Slots[:L] {
 			if s < 0 {
 				return InsertStep{}, fmt.Errorf("%w: slot %d at atom %d is negative", ErrInvalidArgument, s, k)

@@ -30,3 +30,13 @@ func mismatch(a, b []uint32) int {
 	}
 	return n
 }
+
+// anyNegative reports whether any of s is negative, in one branch-free
+// pass. This is the native version; key_wasm.go has the WebAssembly one.
+func anyNegative(s []int32) bool {
+	var or int32
+	for _, x := range s {
+		or |= x
+	}
+	return or < 0
+}

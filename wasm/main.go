@@ -22,6 +22,7 @@ import (
 
 	"github.com/radixkv/radixkv/abi"
 	"github.com/radixkv/radixkv/abi/dispatch"
+	"github.com/radixkv/radixkv/internal/wordview"
 )
 
 // main is required by the toolchain; a c-shared module runs _initialize
@@ -54,6 +55,13 @@ var (
 // yield, flat at 9 MiB, 24 s. A yield costs about a microsecond, so it
 // is taken every so many calls, not on each.
 const yieldEvery = 32
+
+// WebAssembly memory is little-endian, so a word slice's bytes are its
+// wire encoding: the codec moves token and slot arrays with one
+// memory.copy instead of a loop at about 2 ns a word, which was the
+// largest share of a call's time in a trace replay (RATIONALE.md, "Where
+// the wasm engine's time went").
+func init() { abi.SetWordCopier(wordview.Copier{}) }
 
 //go:wasmexport radixkv_abi_version
 func abiVersion() uint32 { return uint32(abi.Version) }

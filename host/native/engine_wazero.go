@@ -233,10 +233,8 @@ func (g *wasmGuest) release() error {
 }
 
 func (g *wasmGuest) call(req []byte) ([]byte, error) {
-	// A closed instance (also when its runtime was closed) has released
-	// its linear memory, which guestMemory unmaps: never touch it again.
-	if g.mod == nil || g.mod.IsClosed() {
-		return nil, errors.New("module instance closed")
+	if err := g.usable(); err != nil {
+		return nil, err
 	}
 	if uint64(len(req)) > math.MaxUint32 {
 		return nil, fmt.Errorf("request of %d bytes exceeds 32-bit memory", len(req))
@@ -250,6 +248,46 @@ func (g *wasmGuest) call(req []byte) ([]byte, error) {
 	if !g.mem.Write(g.buf, req) {
 		return nil, fmt.Errorf("writing %d request bytes at 0x%x: out of range", n, g.buf)
 	}
+	return g.run(n)
+}
+
+// usable reports why the instance cannot take a call. A closed instance
+// (also when its runtime was closed) has released its linear memory,
+// which guestMemory unmaps: never touch it again.
+func (g *wasmGuest) usable() error {
+	if g.mod == nil || g.mod.IsClosed() {
+		return errors.New("module instance closed")
+	}
+	return nil
+}
+
+// callInPlace encodes q straight into the request buffer in guest
+// memory, saving call's copy (a trace request is ~180 KB of tokens and
+// slots). A request that outgrows the buffer is encoded on the host
+// instead and goes through call, which grows the buffer for
+// the next ones.
+func (g *wasmGuest) callInPlace(q *abi.Request) ([]byte, error) {
+	if err := g.usable(); err != nil {
+		return nil, err
+	}
+	view, ok := g.mem.Read(g.buf, g.bufCap)
+	if !ok {
+		return nil, fmt.Errorf("request buffer 0x%x+%d is outside the %d bytes of memory", g.buf, g.bufCap, g.mem.Size())
+	}
+	// The full slice expression caps appends at the buffer: Read's view
+	// may extend to the end of memory, over the guest's own data.
+	b := abi.AppendRequest(view[:0:len(view)], q)
+	if len(b) > 0 && len(view) > 0 && &b[0] == &view[0] {
+		return g.run(uint32(len(b)))
+	}
+	// AppendRequest outgrew the buffer and moved to a new Go slice, which
+	// call copies in after growing the buffer.
+	return g.call(b)
+}
+
+// run calls radixkv_call on the first n bytes of the request buffer and
+// returns a view of the response in guest memory.
+func (g *wasmGuest) run(n uint32) ([]byte, error) {
 	g.stack[0], g.stack[1] = uint64(g.buf), uint64(n)
 	if err := g.callFun.CallWithStack(g.ctx, g.stack); err != nil {
 		return nil, fmt.Errorf("radixkv_call: %w", err)

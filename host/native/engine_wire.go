@@ -20,6 +20,12 @@ type transport interface {
 	close() error
 }
 
+// inPlaceTransport is a transport that encodes a request straight into
+// its guest's memory (saving a copy of every request), then calls.
+type inPlaceTransport interface {
+	callInPlace(q *abi.Request) ([]byte, error)
+}
+
 // RemoteError is an error response from an engine's guest: the ABI op
 // that failed, the wire code and the guest's message.
 //
@@ -224,8 +230,14 @@ func (e *wireEngine) roundTripMatch(op abi.Op, dst []int32) error {
 	if op == abi.OpCreate {
 		q.Instance = 0
 	}
-	e.req = abi.AppendRequest(e.req[:0], q)
-	out, err := e.tr.call(e.req)
+	var out []byte
+	var err error
+	if g, ok := e.tr.(inPlaceTransport); ok {
+		out, err = g.callInPlace(q)
+	} else {
+		e.req = abi.AppendRequest(e.req[:0], q)
+		out, err = e.tr.call(e.req)
+	}
 	if err != nil {
 		e.failed = fmt.Errorf("%w (%w): %s: %w", ErrGuest, ErrEngineFailed, op, err)
 		return e.failed

@@ -1,0 +1,18 @@
+package native
+
+import (
+	"github.com/radixkv/radixkv/abi"
+	"github.com/radixkv/radixkv/internal/wordview"
+)
+
+// On a little-endian machine a word slice's memory is its wire encoding,
+// so the host side of every wire engine (requests encoded, responses
+// decoded: mostly token, slot and index arrays) copies word arrays as
+// memory instead of converting them one at a time. The bytes are the
+// portable codec's exactly (abi.TestSetWordCopier); big-endian hosts keep
+// the portable loops.
+func init() {
+	if wordview.LittleEndian() {
+		abi.SetWordCopier(wordview.Copier{})
+	}
+}
