@@ -62,15 +62,22 @@ func admitKey(t *Tree, n *node) (int64, int64) {
 
 // admitEvict leaves the victim's ghost.
 func admitEvict(t *Tree, n *node) {
-	a := &t.admit
+	leaveReuseGhost(t, n, &t.admit.evicted, &t.admit.ghosts)
+}
+
+// leaveReuseGhost counts the victim n's atoms in *evicted and leaves its
+// ghost in gs: the count at its eviction, which tells a later recreation
+// how long ago it went, and whether it had been reused. admit and branch
+// share it.
+func leaveReuseGhost(t *Tree, n *node, evicted *int64, gs *ghostSet[admitGhost]) {
 	atoms := len(n.dev[Full])
 	cache := t.evictable[Full] + t.protected[Full]
-	a.evicted += int64(atoms)
+	*evicted += int64(atoms)
 	if n.parent == nilIdx {
 		return
 	}
 	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
-	a.ghosts.put(k, admitGhost{evicted: a.evicted, reused: n.reused}, atoms, admitHistory*cache)
+	gs.put(k, admitGhost{evicted: *evicted, reused: n.reused}, atoms, admitHistory*cache)
 }
 
 // admitInsert marks a new leaf that recreates an evicted one as reused and

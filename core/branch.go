@@ -31,15 +31,10 @@ package core
 type branchState struct {
 	window  int64 // W, in ticks (as admit's)
 	theta   int64 // θ, fixed point: branchOne is 1
-	ghosts  ghostSet[branchGhost]
+	ghosts  ghostSet[admitGhost]
 	evicted int64 // atoms evicted so far
 	births  int64 // new leaves (not recreations), all branches
 	returns int64 // returns, all branches
-}
-
-type branchGhost struct {
-	evicted int64 // the evicted-atom count at its eviction
-	reused  bool  // the victim had been reused
 }
 
 // branchOne is θ = 1 and the scale of branchRatio.
@@ -75,17 +70,9 @@ func branchKey(t *Tree, n *node) (int64, int64) {
 	return 0, n.lastAccess
 }
 
-// branchEvict leaves the victim's ghost.
+// branchEvict leaves the victim's ghost, as admit does.
 func branchEvict(t *Tree, n *node) {
-	b := &t.branch
-	atoms := len(n.dev[Full])
-	cache := t.evictable[Full] + t.protected[Full]
-	b.evicted += int64(atoms)
-	if n.parent == nilIdx {
-		return
-	}
-	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
-	b.ghosts.put(k, branchGhost{evicted: b.evicted, reused: n.reused}, atoms, admitHistory*cache)
+	leaveReuseGhost(t, n, &t.branch.evicted, &t.branch.ghosts)
 }
 
 // branchInsert counts a new leaf as a birth under its parent, or, when it
