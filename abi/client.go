@@ -4,7 +4,8 @@ package abi
 // index buffer: when b is a successful match response, the matched
 // indices are appended to dst (no allocation when dst has room) and
 // r.Match.Indices is the result, r.Match.DeviceLen the number appended.
-// Any other response (another op, or an error) decodes exactly as
+// A successful match_lock response decodes the same way, with its
+// receipt. Any other response (another op, or an error) decodes exactly as
 // DecodeResponse decodes it, and dst is not used.
 func DecodeMatchResponse(r *Response, b []byte, dst []int32) error {
 	return DecodeMatchResponseWith(r, b, dst, nil)
@@ -14,7 +15,7 @@ func DecodeMatchResponse(r *Response, b []byte, dst []int32) error {
 // the actions (s may be nil).
 func DecodeMatchResponseWith(r *Response, b []byte, dst []int32, s *Scratch) error {
 	if len(b) < ResponseHeaderSize || le.Uint32(b) != ResponseMagic ||
-		le.Uint16(b[4:]) != Version || Op(le.Uint16(b[6:])) != OpMatch ||
+		le.Uint16(b[4:]) != Version || (Op(le.Uint16(b[6:])) != OpMatch && Op(le.Uint16(b[6:])) != OpMatchLock) ||
 		Status(le.Uint16(b[8:])) != StatusOK {
 		return DecodeResponseWith(r, b, s)
 	}
@@ -33,6 +34,9 @@ func DecodeMatchResponseWith(r *Response, b []byte, dst []int32, s *Scratch) err
 	m.Indices = d.appendI32s("indices", dst)
 	m.DeviceLen = len(m.Indices) - base
 	d.matchFields(m)
+	if r.Op == OpMatchLock {
+		r.Receipt = d.receipt()
+	}
 	r.Actions = d.actions()
 	d.end()
 	if d.err != nil {

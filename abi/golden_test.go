@@ -351,6 +351,7 @@ func script() []step {
 	steps = append(steps, blocksScript()...)
 	steps = append(steps, marconiScript()...)
 	steps = append(steps, matchedScript()...)
+	steps = append(steps, matchLockScript()...)
 	return steps
 }
 

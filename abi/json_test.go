@@ -108,6 +108,10 @@ func requestJSON(q *abi.Request) map[string]any {
 	case abi.OpLock:
 		m["node"] = u64(q.Node)
 		m["skip"] = int64(q.Skip)
+	case abi.OpMatchLock:
+		m["namespace"] = nsJSON(q.Insert.Namespace)
+		m["tokens"] = u32s(q.Insert.Tokens)
+		m["skip"] = int64(q.Skip)
 	case abi.OpUnlock:
 		m["node"] = u64(q.Node)
 		m["receipt"] = receiptJSON(q.Receipt)
@@ -272,7 +276,10 @@ func responseJSON(r *abi.Response) map[string]any {
 		m["insert_in_flight"] = s.InsertInFlight
 		m["eviction_in_flight"] = s.EvictionInFlight
 		m["live_receipts"] = int64(s.LiveReceipts)
-	case abi.OpMatch:
+	case abi.OpMatch, abi.OpMatchLock:
+		if r.Op == abi.OpMatchLock {
+			m["receipt"] = receiptJSON(r.Receipt)
+		}
 		x := r.Match
 		m["indices"] = i32s(x.Indices)
 		m["last_device"] = u64(x.LastDevice)

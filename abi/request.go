@@ -50,6 +50,10 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putInsertTail(b, p)
 	case OpBeginInsertMatched:
 		b = appendMatchedRequest(b, q)
+	case OpMatchLock:
+		b = putNamespace(b, q.Insert.Namespace)
+		b = putU32s(b, q.Insert.Tokens)
+		b = putU8(b, uint8(q.Skip))
 	case OpLock:
 		b = putID(b, q.Node, 0)
 		b = putU8(b, uint8(q.Skip))
@@ -233,6 +237,10 @@ func DecodeRequest(q *Request, b []byte) error {
 		decodeInsertTail(&r, p)
 	case OpBeginInsertMatched:
 		decodeMatchedRequest(&r, q, slots)
+	case OpMatchLock:
+		q.Insert.Namespace = r.namespace()
+		q.Insert.Tokens = r.u32s("tokens", toks)
+		q.Skip = core.ComponentSet(r.u8("skip"))
 	case OpLock:
 		q.Node = core.NodeID(r.u64("node"))
 		q.Skip = core.ComponentSet(r.u8("skip"))

@@ -43,7 +43,7 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		b = putBool(b, s.InsertInFlight)
 		b = putBool(b, s.EvictionInFlight)
 		b = putU32(b, s.LiveReceipts)
-	case OpMatch:
+	case OpMatch, OpMatchLock:
 		m := &r.Match
 		b = putI32s(b, m.Indices)
 		b = putID(b, m.LastDevice, t)
@@ -56,6 +56,9 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		b = putI32(b, int32(m.MambaBranchingSeqlen))
 		b = putI32(b, int32(m.FullKVHitLen))
 		b = putI32(b, m.MambaSlot)
+		if r.Op == OpMatchLock {
+			b = putReceipt(b, r.Receipt, t)
+		}
 	case OpInsert:
 		b = putInsertResult(b, &r.Insert, t)
 	case OpBeginInsert, OpResumeInsert, OpBeginInsertMatched:
@@ -321,11 +324,14 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 		s.InsertInFlight = d.boolean("insert_in_flight")
 		s.EvictionInFlight = d.boolean("eviction_in_flight")
 		s.LiveReceipts = d.u32("live_receipts")
-	case OpMatch:
+	case OpMatch, OpMatchLock:
 		m := &r.Match
 		m.Indices = d.i32s("indices", nil)
 		m.DeviceLen = len(m.Indices)
 		d.matchFields(m)
+		if r.Op == OpMatchLock {
+			r.Receipt = d.receipt()
+		}
 	case OpInsert:
 		r.Insert = d.insertResult()
 	case OpBeginInsert, OpResumeInsert, OpBeginInsertMatched:

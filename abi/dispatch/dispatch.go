@@ -294,6 +294,21 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		r.Match, r.Actions = res, res.Actions
 		d.keepMatch(inst, q, res.Indices, err)
 		return err
+	case abi.OpMatchLock:
+		// Exactly match, then lock of its LastDevice: a failed lock
+		// leaves the match (and the kept match) standing, as two calls
+		// would, and answers the lock's error with the match's actions.
+		res, err := t.Match(d.idx[:0], q.Insert.Namespace, q.Insert.Tokens)
+		if cap(res.Indices) > cap(d.idx) {
+			d.idx = res.Indices[:0]
+		}
+		r.Match, r.Actions = res, res.Actions
+		d.keepMatch(inst, q, res.Indices, err)
+		if err != nil {
+			return err
+		}
+		r.Receipt, err = t.Lock(res.LastDevice, q.Skip)
+		return nodeErr(err, abi.TagID(res.LastDevice, tag))
 	case abi.OpBeginInsertMatched:
 		p, err := d.matchedParams(inst, q)
 		if err != nil {

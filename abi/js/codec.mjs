@@ -39,6 +39,7 @@ export const OPS = Object.freeze({
   mamba_set_alpha: 0x70,
   // begin_insert reusing the tokens (and first slots) of the instance's last match.
   begin_insert_matched: 0x80,
+  match_lock: 0x81,
 });
 
 export const SNAPSHOT_KINDS = Object.freeze({ plain: 0, tail: 1, sibling: 2 });
@@ -202,6 +203,7 @@ export function encodeRequest(q) {
       w.i32(q.swa_evicted_seqlen ?? 0); w.i32(q.swa_branching_seqlen ?? 0); w.i32(q.mamba_slot ?? 0);
       break;
     case OPS.lock: w.u64(q.node); w.u8(q.skip ?? 0); break;
+    case OPS.match_lock: putNamespace(w, q.namespace); w.u32s(q.tokens); w.u8(q.skip ?? 0); break;
     case OPS.mamba_set_alpha: w.f64(q.alpha); break;
     case OPS.unlock: w.u64(q.node); putReceipt(w, q.receipt); w.bool(q.skip_swa); break;
     case OPS.unlock_swa_early: case OPS.host_unlock: w.u64(q.node); putReceipt(w, q.receipt); break;
@@ -336,9 +338,10 @@ export function decodeResponse(bytes) {
       m.evictable = [0, 1, 2].map(() => r.i64('evictable')); m.protected = [0, 1, 2].map(() => r.i64('protected'));
       m.insert_in_flight = r.bool('insert_in_flight'); m.eviction_in_flight = r.bool('eviction_in_flight');
       m.live_receipts = r.u32('live_receipts'); break;
-    case OPS.match:
+    case OPS.match: case OPS.match_lock:
       m.indices = r.i32s('indices'); m.last_device = r.u64('last_device'); m.last_host = r.u64('last_host'); m.best = r.u64('best');
       for (const k of ['host_hit_len', 'swa_host_hit_len', 'swa_branching_seqlen', 'mamba_host_hit_len', 'mamba_branching_seqlen', 'full_kv_hit_len', 'mamba_slot']) m[k] = r.i32(k);
+      if (m.op === OPS.match_lock) m.receipt = getReceipt(r);
       break;
     case OPS.insert: m.result = getInsertResult(r); break;
     case OPS.begin_insert: case OPS.resume_insert: case OPS.begin_insert_matched: m.done = r.bool('done'); m.result = getInsertResult(r); break;

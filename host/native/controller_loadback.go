@@ -249,7 +249,7 @@ func (c *Controller) awaitLoad(r *Request) error {
 					gain = max(m.DeviceLen-r.firstLen, 0)
 					c.stats.HostHitTokens += uint64(gain)
 				}
-				err = c.arriveMatched(r, m, gain)
+				err = c.arriveMatched(r, m, gain, nil)
 			}
 		}
 	}

@@ -141,6 +141,19 @@ type Engine interface {
 	Close() error
 }
 
+// MatchLocker is an optional Engine method: Match followed by Lock of
+// the match's LastDevice node with skip, in one call (one round trip on
+// a wire engine, ABI op match_lock). The tree changes exactly as the
+// two calls change it. On error nothing is locked and the returned
+// result's Actions are what the host must still execute: none when the
+// match failed, the match's own when the lock failed (the match stands,
+// as after two calls). The Controller uses it on arrival when the
+// engine has it and the tree has no host tier (a host hit is loaded
+// back between the match and the lock).
+type MatchLocker interface {
+	MatchLock(dst []int32, ns core.Namespace, tokens []uint32, skip core.ComponentSet) (core.MatchResult, core.Receipt, error)
+}
+
 // directEngine calls a core.Tree in process.
 type directEngine struct {
 	cfg    core.Config
@@ -208,6 +221,17 @@ func (e *directEngine) Match(dst []int32, ns core.Namespace, tokens []uint32) (c
 		return core.MatchResult{Indices: dst}, e.downErr()
 	}
 	return e.t.Match(dst, ns, tokens)
+}
+
+// MatchLock is Match then Lock, so the controller takes one arrival
+// path on every engine.
+func (e *directEngine) MatchLock(dst []int32, ns core.Namespace, tokens []uint32, skip core.ComponentSet) (core.MatchResult, core.Receipt, error) {
+	m, err := e.Match(dst, ns, tokens)
+	if err != nil {
+		return m, core.Receipt{}, err
+	}
+	rc, err := e.Lock(m.LastDevice, skip)
+	return m, rc, err
 }
 
 func (e *directEngine) Insert(p core.InsertParams) (core.InsertResult, []core.Action, error) {

@@ -147,6 +147,9 @@ type wireEngine struct {
 	matchTok  []uint32
 	matchIdx  []int32
 	noMatched bool
+	// noMatchLock is set when the guest does not know match_lock; the
+	// engine then sends match and lock.
+	noMatchLock bool
 }
 
 // newWireEngine creates a cache instance with cfg on tr. On failure it
@@ -243,7 +246,7 @@ func (e *wireEngine) roundTripMatch(op abi.Op, dst []int32) error {
 		return e.failed
 	}
 	r := &e.r
-	if op == abi.OpMatch {
+	if op == abi.OpMatch || op == abi.OpMatchLock {
 		err = abi.DecodeMatchResponseWith(r, out, dst, &e.scratch)
 	} else {
 		err = abi.DecodeResponseWith(r, out, &e.scratch)
@@ -289,11 +292,17 @@ func (e *wireEngine) Match(dst []int32, ns core.Namespace, tokens []uint32) (cor
 	if err := e.usable(); err != nil {
 		return core.MatchResult{Indices: dst}, err
 	}
-	e.q.Insert.Namespace, e.q.Insert.Tokens = ns, tokens
+	return e.match(abi.OpMatch, dst, ns, tokens, 0)
+}
+
+// match sends a match or a match_lock (with skip) and decodes the
+// match; the receipt of a match_lock is left in e.r.Receipt.
+func (e *wireEngine) match(op abi.Op, dst []int32, ns core.Namespace, tokens []uint32, skip core.ComponentSet) (core.MatchResult, error) {
+	e.q.Insert.Namespace, e.q.Insert.Tokens, e.q.Skip = ns, tokens, skip
 	base := len(dst)
 	e.matchID = 0
-	err := e.roundTripMatch(abi.OpMatch, dst)
-	e.q.Insert = core.InsertParams{}
+	err := e.roundTripMatch(op, dst)
+	e.q.Insert, e.q.Skip = core.InsertParams{}, 0
 	if err != nil {
 		return core.MatchResult{Indices: dst, SWABranchingSeqlen: -1, MambaBranchingSeqlen: -1, MambaSlot: -1, Actions: e.r.Actions}, err
 	}
@@ -307,6 +316,35 @@ func (e *wireEngine) Match(dst []int32, ns core.Namespace, tokens []uint32) (cor
 	m.LastDevice, m.LastHost, m.Best = e.fromWire(m.LastDevice), e.fromWire(m.LastHost), e.fromWire(m.Best)
 	m.Actions = e.r.Actions
 	return m, nil
+}
+
+// MatchLock sends match_lock, or match and lock to a guest that predates
+// it (unknown_op, which changed nothing there). When the guest's lock
+// fails its error response carries the match's actions, and the match
+// stands in the guest, kept for begin_insert_matched; the engine does
+// not know the match's id then, so its next insert is sent in full.
+func (e *wireEngine) MatchLock(dst []int32, ns core.Namespace, tokens []uint32, skip core.ComponentSet) (core.MatchResult, core.Receipt, error) {
+	if err := e.usable(); err != nil {
+		return core.MatchResult{Indices: dst}, core.Receipt{}, err
+	}
+	if !e.noMatchLock {
+		m, err := e.match(abi.OpMatchLock, dst, ns, tokens, skip)
+		if err == nil {
+			rc := e.r.Receipt
+			rc.Node = e.fromWire(rc.Node)
+			return m, rc, nil
+		}
+		if code, ok := remoteCode(err); !ok || code != abi.CodeUnknownOp {
+			return m, core.Receipt{}, err
+		}
+		e.noMatchLock = true
+	}
+	m, err := e.Match(dst, ns, tokens)
+	if err != nil {
+		return m, core.Receipt{}, err
+	}
+	rc, err := e.Lock(m.LastDevice, skip)
+	return m, rc, err
 }
 
 // insertFits rejects insert parameters the wire cannot carry unchanged.

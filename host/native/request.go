@@ -183,6 +183,17 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 		r = &Request{}
 	}
 	*r = Request{c: c, gen: c.gen, ns: ns, tokens: append(c.spareTokenBuf(len(tokens)), tokens...), mstate: -1}
+	if ml, ok := c.eng.(MatchLocker); ok && c.ht == nil {
+		// No host tier, so no load-back between the match and its lock:
+		// both in one engine call.
+		if err := c.arriveLocked(r, ml); err != nil {
+			return nil, err
+		}
+		c.live++
+		c.stats.Requests++
+		c.stats.InputTokens += uint64(len(tokens))
+		return r, nil
+	}
 	m, err := c.eng.Match(c.spareSlotBuf(len(tokens)), ns, tokens)
 	if err != nil {
 		c.recycle(r.tokens, nil)
@@ -230,7 +241,7 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 			c.stats.HostHitTokens += uint64(hostHit)
 		}
 	}
-	if err := c.arriveMatched(r, m, hostHit); err != nil {
+	if err := c.arriveMatched(r, m, hostHit, nil); err != nil {
 		c.recycle(r.tokens, r.slots)
 		r.tokens, r.slots = nil, nil
 		return nil, err
@@ -241,12 +252,45 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 	return r, nil
 }
 
+// arriveLocked is Arrive's match and lock through one MatchLock call
+// (an engine without a host tier). The host runs the match's actions
+// after the lock instead of before it: they only free pool slots, which
+// no lock protects. On error nothing is locked and r's buffers are
+// recycled.
+func (c *Controller) arriveLocked(r *Request, ml MatchLocker) error {
+	m, rc, err := ml.MatchLock(c.spareSlotBuf(len(r.tokens)), r.ns, r.tokens, 0)
+	if err != nil {
+		// A failed lock leaves the match standing, and its actions due.
+		err = errors.Join(err, c.execute(m.Actions))
+		c.recycle(r.tokens, nil)
+		return err
+	}
+	if err := c.execute(m.Actions); err != nil {
+		err = errors.Join(err, c.eng.Unlock(m.LastDevice, rc, false))
+		c.recycle(r.tokens, m.Indices)
+		return err
+	}
+	if err := c.arriveMatched(r, m, 0, &rc); err != nil {
+		c.recycle(r.tokens, r.slots)
+		r.tokens, r.slots = nil, nil
+		return err
+	}
+	return nil
+}
+
 // arriveMatched completes an arrival on its final match m (hostHit of
 // whose tokens a load-back brought): the request takes the matched
-// slots, verifies them (VerifyMatches), locks the match and forks its
-// Mamba state. On error nothing is locked.
-func (c *Controller) arriveMatched(r *Request, m core.MatchResult, hostHit int) error {
+// slots, verifies them (VerifyMatches), locks the match (unless locked
+// is its receipt already) and forks its Mamba state. On error nothing
+// is locked.
+func (c *Controller) arriveMatched(r *Request, m core.MatchResult, hostHit int, locked *core.Receipt) error {
 	ns := r.ns
+	unlockOnErr := func(err error) error {
+		if locked != nil {
+			err = errors.Join(err, c.eng.Unlock(m.LastDevice, *locked, false))
+		}
+		return err
+	}
 	r.hostHit = hostHit
 	r.slots = m.Indices
 	var err error
@@ -257,11 +301,11 @@ func (c *Controller) arriveMatched(r *Request, m core.MatchResult, hostHit int) 
 				if r.hostHit > 0 {
 					err = fmt.Errorf("%w (the last %d tokens of the prefix were loaded back from the host)", err, r.hostHit)
 				}
-				return err
+				return unlockOnErr(err)
 			}
 			if c.hy.mamba != nil && m.MambaSlot >= 0 {
 				if err := c.verifyState(m.MambaSlot, r.hash, m.DeviceLen); err != nil {
-					return err
+					return unlockOnErr(err)
 				}
 			}
 		} else {
@@ -270,8 +314,10 @@ func (c *Controller) arriveMatched(r *Request, m core.MatchResult, hostHit int) 
 			}
 		}
 	}
-	rc, err := c.eng.Lock(m.LastDevice, 0)
-	if err != nil {
+	var rc core.Receipt
+	if locked != nil {
+		rc = *locked
+	} else if rc, err = c.eng.Lock(m.LastDevice, 0); err != nil {
 		return err
 	}
 	r.last, r.rcpt = m.LastDevice, rc

@@ -83,7 +83,7 @@ var ops = []abi.Op{
 	abi.OpMarkWriteThroughPending, abi.OpFinishWriteThrough, abi.OpDemote, abi.OpDropSubtreeNoHost,
 	abi.OpCommitLoadBack, abi.OpInsertHost, abi.OpStorageSpec, abi.OpBackfillHashes,
 	abi.OpLinkerChain, abi.OpMarkLinkerPending, abi.OpFinishLinkerOffload, abi.OpMarkLinkerStoredPath,
-	abi.OpBeginInsertMatched,
+	abi.OpBeginInsertMatched, abi.OpMatchLock,
 }
 
 // kind picks the next call's kind.
@@ -293,6 +293,14 @@ func (g *gen) structured() []byte {
 		q.Config = g.config()
 	case abi.OpMatch:
 		q.Insert.Namespace, q.Insert.Tokens = g.namespace(), g.tokens(g.length())
+		g.match = q.ID
+	case abi.OpMatchLock:
+		// Skip sets the lock mostly takes, sometimes not (full, or a
+		// component the tree lacks): the match then stands.
+		q.Insert.Namespace, q.Insert.Tokens = g.namespace(), g.tokens(g.length())
+		if g.r.IntN(4) == 0 {
+			q.Skip = core.ComponentSet(g.r.IntN(8))
+		}
 		g.match = q.ID
 	case abi.OpBeginInsertMatched:
 		// Mostly the last match (on whichever instance), with counts that
