@@ -305,14 +305,16 @@ type Response struct {
 	Match   core.MatchResult // match (Indices, lengths, nodes; Actions travel in Actions)
 	Done    bool             // begin_insert, resume_insert, evict_next
 	Insert  core.InsertResult
-	Receipt core.Receipt // lock, host_lock
-	Freed   int64        // evict, evict_next, evict_host
-	Node    core.NodeID  // evict_next
-	Info    core.NodeInfo
-	Text    string        // render
-	Nodes   []core.NodeID // device_leaves, nodes, lru_order, mark_write_through_pending, linker_chain
-	Order   []int32       // dfs_weight_order
-	Events  []core.Event  // take_events, in the order the tree recorded them
+	Receipt core.Receipt // lock, host_lock, match_lock
+	// Unlock is begin_insert_matched_unlock's report of its unlock.
+	Unlock UnlockOutcome
+	Freed  int64       // evict, evict_next, evict_host
+	Node   core.NodeID // evict_next
+	Info   core.NodeInfo
+	Text   string        // render
+	Nodes  []core.NodeID // device_leaves, nodes, lru_order, mark_write_through_pending, linker_chain
+	Order  []int32       // dfs_weight_order
+	Events []core.Event  // take_events, in the order the tree recorded them
 
 	Spec       core.BackupSpec       // backup_spec
 	Plan       core.LoadBackPlan     // load_back

@@ -352,6 +352,7 @@ func script() []step {
 	steps = append(steps, marconiScript()...)
 	steps = append(steps, matchedScript()...)
 	steps = append(steps, matchLockScript()...)
+	steps = append(steps, insertUnlockScript()...)
 	return steps
 }
 

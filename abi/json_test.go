@@ -90,7 +90,12 @@ func requestJSON(q *abi.Request) map[string]any {
 		m["swa_evicted_seqlen"] = int64(p.SWAEvictedSeqlen)
 		m["swa_branching_seqlen"] = int64(p.SWABranchingSeqlen)
 		m["mamba_slot"] = int64(p.MambaSlot)
-	case abi.OpBeginInsertMatched:
+	case abi.OpBeginInsertMatched, abi.OpBeginInsertMatchedUnlock:
+		if q.Op == abi.OpBeginInsertMatchedUnlock {
+			m["node"] = u64(q.Node)
+			m["receipt"] = receiptJSON(q.Receipt)
+			m["skip_swa"] = q.SkipSWA
+		}
 		p := q.Insert
 		m["match_id"] = u64(q.Matched.MatchID)
 		m["namespace"] = nsJSON(p.Namespace)
@@ -294,9 +299,14 @@ func responseJSON(r *abi.Response) map[string]any {
 		m["mamba_slot"] = int64(x.MambaSlot)
 	case abi.OpInsert:
 		m["result"] = insertResultJSON(r.Insert)
-	case abi.OpBeginInsert, abi.OpResumeInsert, abi.OpBeginInsertMatched:
+	case abi.OpBeginInsert, abi.OpResumeInsert, abi.OpBeginInsertMatched, abi.OpBeginInsertMatchedUnlock:
 		m["done"] = r.Done
 		m["result"] = insertResultJSON(r.Insert)
+		if r.Op == abi.OpBeginInsertMatchedUnlock {
+			m["unlocked"] = r.Unlock.Released
+			m["unlock_code"] = int64(r.Unlock.Code)
+			m["unlock_message"] = r.Unlock.Message
+		}
 	case abi.OpLock, abi.OpHostLock:
 		m["receipt"] = receiptJSON(r.Receipt)
 	case abi.OpEvict, abi.OpEvictHost:

@@ -50,6 +50,8 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putInsertTail(b, p)
 	case OpBeginInsertMatched:
 		b = appendMatchedRequest(b, q)
+	case OpBeginInsertMatchedUnlock:
+		b = appendMatchedUnlockRequest(b, q)
 	case OpMatchLock:
 		b = putNamespace(b, q.Insert.Namespace)
 		b = putU32s(b, q.Insert.Tokens)
@@ -237,6 +239,8 @@ func DecodeRequest(q *Request, b []byte) error {
 		decodeInsertTail(&r, p)
 	case OpBeginInsertMatched:
 		decodeMatchedRequest(&r, q, slots)
+	case OpBeginInsertMatchedUnlock:
+		decodeMatchedUnlockRequest(&r, q, slots)
 	case OpMatchLock:
 		q.Insert.Namespace = r.namespace()
 		q.Insert.Tokens = r.u32s("tokens", toks)

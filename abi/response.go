@@ -61,9 +61,12 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		}
 	case OpInsert:
 		b = putInsertResult(b, &r.Insert, t)
-	case OpBeginInsert, OpResumeInsert, OpBeginInsertMatched:
+	case OpBeginInsert, OpResumeInsert, OpBeginInsertMatched, OpBeginInsertMatchedUnlock:
 		b = putBool(b, r.Done)
 		b = putInsertResult(b, &r.Insert, t)
+		if r.Op == OpBeginInsertMatchedUnlock {
+			b = putUnlockOutcome(b, &r.Unlock)
+		}
 	case OpLock, OpHostLock:
 		b = putReceipt(b, r.Receipt, t)
 	case OpEvict, OpEvictHost:
@@ -334,9 +337,12 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 		}
 	case OpInsert:
 		r.Insert = d.insertResult()
-	case OpBeginInsert, OpResumeInsert, OpBeginInsertMatched:
+	case OpBeginInsert, OpResumeInsert, OpBeginInsertMatched, OpBeginInsertMatchedUnlock:
 		r.Done = d.boolean("done")
 		r.Insert = d.insertResult()
+		if r.Op == OpBeginInsertMatchedUnlock {
+			r.Unlock = d.unlockOutcome()
+		}
 	case OpLock, OpHostLock:
 		r.Receipt = d.receipt()
 	case OpEvict, OpEvictHost:

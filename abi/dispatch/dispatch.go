@@ -166,14 +166,18 @@ func (d *Dispatcher) keepScratch() {
 func (d *Dispatcher) fail(err error) []byte {
 	r := &d.resp
 	r.Status = abi.StatusError
-	var ae *abi.Error
-	if errors.As(err, &ae) {
-		r.Code, r.Message = ae.Code, ae.Msg
-	} else {
-		r.Code, r.Message = CodeOf(err), err.Error()
-	}
+	r.Code, r.Message = codeAndMessage(err)
 	d.out = abi.AppendResponse(d.out[:0], r)
 	return d.out
+}
+
+// codeAndMessage is err's wire code and text.
+func codeAndMessage(err error) (abi.Code, string) {
+	var ae *abi.Error
+	if errors.As(err, &ae) {
+		return ae.Code, ae.Msg
+	}
+	return CodeOf(err), err.Error()
 }
 
 func (d *Dispatcher) recovered(p any) []byte {
@@ -309,6 +313,27 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		}
 		r.Receipt, err = t.Lock(res.LastDevice, q.Skip)
 		return nodeErr(err, abi.TagID(res.LastDevice, tag))
+	case abi.OpBeginInsertMatchedUnlock:
+		// Exactly begin_insert_matched, then, when it completed, unlock:
+		// the unlock's outcome is reported beside the insert's, which
+		// stands either way.
+		p, err := d.matchedParams(inst, q)
+		if err != nil {
+			return err
+		}
+		step, err := t.BeginInsert(p)
+		r.Done, r.Insert, r.Actions = step.Done, step.Result, step.Actions
+		if err != nil || !step.Done {
+			return err
+		}
+		rc := q.Receipt
+		rc.Node = abi.TagID(rc.Node, tag)
+		if uerr := nodeErr(t.Unlock(abi.TagID(q.Node, tag), rc, q.SkipSWA), q.Node); uerr != nil {
+			r.Unlock.Code, r.Unlock.Message = codeAndMessage(uerr)
+		} else {
+			r.Unlock.Released = true
+		}
+		return nil
 	case abi.OpBeginInsertMatched:
 		p, err := d.matchedParams(inst, q)
 		if err != nil {

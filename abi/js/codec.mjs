@@ -40,6 +40,7 @@ export const OPS = Object.freeze({
   // begin_insert reusing the tokens (and first slots) of the instance's last match.
   begin_insert_matched: 0x80,
   match_lock: 0x81,
+  begin_insert_matched_unlock: 0x82,
 });
 
 export const SNAPSHOT_KINDS = Object.freeze({ plain: 0, tail: 1, sibling: 2 });
@@ -196,11 +197,12 @@ export function encodeRequest(q) {
       w.i64(q.priority ?? 0); w.bool(q.chunked); w.bool(q.track_adopted); w.str(q.session_id);
       w.i32(q.swa_evicted_seqlen ?? 0); w.i32(q.swa_branching_seqlen ?? 0); w.i32(q.mamba_slot ?? 0);
       break;
-    case OPS.begin_insert_matched:
+    case OPS.begin_insert_matched: case OPS.begin_insert_matched_unlock:
       w.u64(q.match_id); putNamespace(w, q.namespace); w.u32(q.token_count); w.u32(q.slot_prefix ?? 0);
       w.i32s(q.slots); w.i32(q.prev_prefix_len ?? 0);
       w.i64(q.priority ?? 0); w.bool(q.chunked); w.bool(q.track_adopted); w.str(q.session_id);
       w.i32(q.swa_evicted_seqlen ?? 0); w.i32(q.swa_branching_seqlen ?? 0); w.i32(q.mamba_slot ?? 0);
+      if (op === OPS.begin_insert_matched_unlock) { w.u64(q.node); putReceipt(w, q.receipt); w.bool(q.skip_swa); }
       break;
     case OPS.lock: w.u64(q.node); w.u8(q.skip ?? 0); break;
     case OPS.match_lock: putNamespace(w, q.namespace); w.u32s(q.tokens); w.u8(q.skip ?? 0); break;
@@ -344,7 +346,12 @@ export function decodeResponse(bytes) {
       if (m.op === OPS.match_lock) m.receipt = getReceipt(r);
       break;
     case OPS.insert: m.result = getInsertResult(r); break;
-    case OPS.begin_insert: case OPS.resume_insert: case OPS.begin_insert_matched: m.done = r.bool('done'); m.result = getInsertResult(r); break;
+    case OPS.begin_insert: case OPS.resume_insert: case OPS.begin_insert_matched: case OPS.begin_insert_matched_unlock:
+      m.done = r.bool('done'); m.result = getInsertResult(r);
+      if (m.op === OPS.begin_insert_matched_unlock) {
+        m.unlocked = r.bool('unlocked'); m.unlock_code = r.u16('unlock_code'); m.unlock_message = r.str('unlock_message');
+      }
+      break;
     case OPS.lock: case OPS.host_lock: m.receipt = getReceipt(r); break;
     case OPS.evict: case OPS.evict_host: m.freed = r.i64('freed'); break;
     case OPS.evict_next: m.node = r.u64('node'); m.freed = r.i64('freed'); m.done = r.bool('done'); break;

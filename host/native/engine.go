@@ -154,6 +154,20 @@ type MatchLocker interface {
 	MatchLock(dst []int32, ns core.Namespace, tokens []uint32, skip core.ComponentSet) (core.MatchResult, core.Receipt, error)
 }
 
+// InsertUnlocker is an optional Engine method: BeginInsert followed,
+// when the insert completed in that one step, by Unlock of node and rc
+// (one round trip on a wire engine, ABI op begin_insert_matched_unlock).
+// The tree changes exactly as the two calls change it. err is the
+// insert's error (nothing was unlocked then). tried reports whether the
+// unlock was attempted (the insert completed); unlockErr is its error.
+// A suspended insert unlocks nothing: the caller resumes it and unlocks.
+// The Controller's Finish uses it when the tree has neither a host tier
+// nor Mamba (whose actions and donations call the engine between the
+// insert and the unlock).
+type InsertUnlocker interface {
+	BeginInsertUnlock(p core.InsertParams, node core.NodeID, rc core.Receipt, skipSWA bool) (step core.InsertStep, tried bool, unlockErr, err error)
+}
+
 // directEngine calls a core.Tree in process.
 type directEngine struct {
 	cfg    core.Config
@@ -232,6 +246,15 @@ func (e *directEngine) MatchLock(dst []int32, ns core.Namespace, tokens []uint32
 	}
 	rc, err := e.Lock(m.LastDevice, skip)
 	return m, rc, err
+}
+
+// BeginInsertUnlock is BeginInsert then, when it completed, Unlock.
+func (e *directEngine) BeginInsertUnlock(p core.InsertParams, node core.NodeID, rc core.Receipt, skipSWA bool) (core.InsertStep, bool, error, error) {
+	step, err := e.BeginInsert(p)
+	if err != nil || !step.Done {
+		return step, false, nil, err
+	}
+	return step, true, e.Unlock(node, rc, skipSWA), nil
 }
 
 func (e *directEngine) Insert(p core.InsertParams) (core.InsertResult, []core.Action, error) {

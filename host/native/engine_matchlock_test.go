@@ -138,5 +138,105 @@ func TestController_ArriveMatchLock(t *testing.T) {
 	}
 	require.Equal(t, 3, tr.ops[abi.OpMatchLock])
 	require.Zero(t, tr.ops[abi.OpMatch]+tr.ops[abi.OpLock])
+	// Each finish is one begin_insert_matched_unlock.
+	require.Equal(t, 3, tr.ops[abi.OpBeginInsertMatchedUnlock])
+	require.Zero(t, tr.ops[abi.OpBeginInsert]+tr.ops[abi.OpBeginInsertMatched]+tr.ops[abi.OpUnlock])
 	require.NoError(t, c.Audit())
+}
+
+// TestWireEngine_BeginInsertUnlock: begin_insert_matched_unlock answers
+// what the direct engine's BeginInsertUnlock (an insert, then an unlock)
+// answers, in one op: a released lock, an unlock refused beside an insert
+// that stands, and an insert that cannot name the match (sent in full,
+// then unlocked with a call of its own). The trees end identical.
+func TestWireEngine_BeginInsertUnlock(t *testing.T) {
+	cfg := core.Config{PageSize: 2}
+	tr := &opCounter{d: dispatch.New(), ops: map[abi.Op]int{}}
+	w, err := newWireEngine(cfg, tr)
+	require.NoError(t, err)
+	defer w.Close()
+	d, err := NewDirectEngine(cfg)
+	require.NoError(t, err)
+	defer d.Close()
+	ns := core.Namespace{CacheSalt: "t"}
+
+	type held struct {
+		node core.NodeID
+		rc   core.Receipt
+	}
+	locks := map[Engine]held{}
+	ml := func(e Engine, toks []uint32) any {
+		m, rc, err := e.(MatchLocker).MatchLock(nil, ns, toks, 0)
+		require.NoError(t, err)
+		locks[e] = held{m.LastDevice, rc}
+		return []any{m.Indices, rc.Serial}
+	}
+	iu := func(e Engine, lk held, p core.InsertParams) any {
+		st, tried, uerr, err := e.(InsertUnlocker).BeginInsertUnlock(p, lk.node, lk.rc, false)
+		var u, ie string
+		if uerr != nil {
+			u = uerr.Error()
+		}
+		if err != nil {
+			ie = err.Error()
+		}
+		return []any{st.Done, st.Result.PrefixLen, st.Result.TotalLen, tried, u, ie}
+	}
+	both := func(name string, f func(e Engine) any) {
+		t.Helper()
+		require.Equal(t, f(d), f(w), name)
+	}
+	both("insert 1..8", func(e Engine) any {
+		_, _, err := e.Insert(core.InsertParams{Namespace: ns, Tokens: seq(1, 8), Slots: seqSlots(0, 8)})
+		return err
+	})
+	both("match_lock 1..12", func(e Engine) any { return ml(e, seq(1, 12)) })
+	first := map[Engine]held{d: locks[d], w: locks[w]}
+	both("insert and unlock", func(e Engine) any {
+		return iu(e, locks[e], core.InsertParams{Namespace: ns, Tokens: seq(1, 12), Slots: append(seqSlots(0, 8), seqSlots(20, 4)...), PrevPrefixLen: 8})
+	})
+	require.Equal(t, 1, tr.ops[abi.OpBeginInsertMatchedUnlock])
+	both("match_lock 1..14", func(e Engine) any { return ml(e, seq(1, 14)) })
+	both("unlock refused", func(e Engine) any {
+		return iu(e, first[e], core.InsertParams{Namespace: ns, Tokens: seq(1, 14), Slots: append(seqSlots(0, 8), append(seqSlots(20, 4), 30, 31)...), PrevPrefixLen: 12})
+	})
+	require.Equal(t, 2, tr.ops[abi.OpBeginInsertMatchedUnlock])
+	both("insert of other tokens, then unlock", func(e Engine) any {
+		return iu(e, locks[e], core.InsertParams{Namespace: ns, Tokens: seq(50, 4), Slots: seqSlots(40, 4)})
+	})
+	require.Equal(t, 2, tr.ops[abi.OpBeginInsertMatchedUnlock])
+	require.Equal(t, 1, tr.ops[abi.OpUnlock])
+	for _, e := range []Engine{d, w} {
+		pr, err := e.Protected(core.Full)
+		require.NoError(t, err)
+		require.Zero(t, pr)
+	}
+	dr, err := d.Render()
+	require.NoError(t, err)
+	wr, err := w.Render()
+	require.NoError(t, err)
+	require.Equal(t, dr, wr)
+	require.NoError(t, w.SanityCheck())
+}
+
+// TestWireEngine_BeginInsertUnlockOldGuest: a guest that does not know
+// begin_insert_matched_unlock gets begin_insert_matched and unlock.
+func TestWireEngine_BeginInsertUnlockOldGuest(t *testing.T) {
+	g := &oldGuest{d: dispatch.New(), refuse: abi.OpBeginInsertMatchedUnlock}
+	w, err := newWireEngine(core.Config{PageSize: 1}, g)
+	require.NoError(t, err)
+	defer w.Close()
+	for i := range 2 {
+		m, rc, err := w.MatchLock(nil, core.Namespace{}, seq(1, 4), 0)
+		require.NoError(t, err)
+		st, tried, uerr, err := w.BeginInsertUnlock(core.InsertParams{Tokens: seq(1, 4), Slots: seqSlots(10*i, 4)}, m.LastDevice, rc, false)
+		require.NoError(t, err)
+		require.NoError(t, uerr)
+		require.True(t, tried)
+		require.True(t, st.Done)
+		pr, err := w.Protected(core.Full)
+		require.NoError(t, err)
+		require.Zero(t, pr)
+	}
+	require.True(t, w.noMatchedUnlock)
 }

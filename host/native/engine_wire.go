@@ -150,6 +150,9 @@ type wireEngine struct {
 	// noMatchLock is set when the guest does not know match_lock; the
 	// engine then sends match and lock.
 	noMatchLock bool
+	// noMatchedUnlock is set when the guest does not know
+	// begin_insert_matched_unlock.
+	noMatchedUnlock bool
 }
 
 // newWireEngine creates a cache instance with cfg on tr. On failure it
@@ -414,6 +417,51 @@ func (e *wireEngine) BeginInsert(p core.InsertParams) (core.InsertStep, error) {
 	}
 	e.q.Insert = p
 	return e.insertStep(abi.OpBeginInsert)
+}
+
+// BeginInsertUnlock sends begin_insert_matched_unlock when the insert can
+// name the guest's last match (see BeginInsert), and otherwise, or when
+// the guest answers stale_match or unknown_op (nothing changed there),
+// BeginInsert and, when it completed, Unlock.
+func (e *wireEngine) BeginInsertUnlock(p core.InsertParams, node core.NodeID, rc core.Receipt, skipSWA bool) (core.InsertStep, bool, error, error) {
+	if err := e.usable(); err != nil {
+		return core.InsertStep{}, false, nil, err
+	}
+	if err := insertFits(&p); err != nil {
+		return core.InsertStep{}, false, nil, err
+	}
+	if ref, ok := e.matchedRef(&p); ok && !e.noMatchedUnlock && !e.noMatched {
+		e.q.Insert, e.q.Matched = p, ref
+		e.q.Insert.Tokens, e.q.Insert.Slots = nil, p.Slots[ref.Slots:]
+		e.q.Node, e.q.SkipSWA = e.toWire(node), skipSWA
+		e.q.Receipt = rc
+		e.q.Receipt.Node = e.toWire(rc.Node)
+		err := e.roundTrip(abi.OpBeginInsertMatchedUnlock)
+		e.q.Matched, e.q.Insert = abi.MatchedRef{}, core.InsertParams{}
+		e.q.Node, e.q.Receipt, e.q.SkipSWA = 0, core.Receipt{}, false
+		if err == nil {
+			step := core.InsertStep{Actions: e.r.Actions, Done: e.r.Done, Result: e.insertFromWire(e.r.Insert)}
+			u := e.r.Unlock
+			switch {
+			case u.Released:
+				return step, true, nil, nil
+			case u.Code != 0:
+				return step, true, &RemoteError{Op: abi.OpUnlock, Code: u.Code, Message: u.Message}, nil
+			}
+			return step, false, nil, nil
+		}
+		code, ok := remoteCode(err)
+		if !ok || (code != abi.CodeStaleMatch && code != abi.CodeUnknownOp) {
+			return core.InsertStep{Actions: e.r.Actions}, false, nil, err
+		}
+		e.matchID = 0
+		e.noMatchedUnlock = e.noMatchedUnlock || code == abi.CodeUnknownOp
+	}
+	step, err := e.BeginInsert(p)
+	if err != nil || !step.Done {
+		return step, false, nil, err
+	}
+	return step, true, e.Unlock(node, rc, skipSWA), nil
 }
 
 // remoteCode returns the wire code of a guest's error response.

@@ -426,7 +426,13 @@ const (
 // insertLocked inserts tokens[:upto] of r with PrevPrefixLen = r's
 // protected prefix, executing every step's actions. On error, out says
 // how far it got; res is valid when out is insertDone.
-func (c *Controller) insertLocked(r *Request, upto int, chunked bool, mslot int32) (res core.InsertResult, out insertOutcome, err error) {
+func (c *Controller) insertLocked(r *Request, upto int, chunked bool, mslot int32) (core.InsertResult, insertOutcome, error) {
+	step, err := c.eng.BeginInsert(c.insertParams(r, upto, chunked, mslot))
+	return c.insertSteps(step, err)
+}
+
+// insertParams are the parameters of the insert of r's first upto tokens.
+func (c *Controller) insertParams(r *Request, upto int, chunked bool, mslot int32) core.InsertParams {
 	p := core.InsertParams{
 		Namespace: r.ns,
 		Tokens:    r.tokens[:upto],
@@ -441,7 +447,12 @@ func (c *Controller) insertLocked(r *Request, upto int, chunked bool, mslot int3
 		p.SWAEvictedSeqlen = r.swaEvicted
 		p.SWABranchingSeqlen = r.swaBranch
 	}
-	step, err := c.eng.BeginInsert(p)
+	return p
+}
+
+// insertSteps runs an insert on from its first step (and that step's
+// error), executing each step's actions and resuming until it is done.
+func (c *Controller) insertSteps(step core.InsertStep, err error) (res core.InsertResult, out insertOutcome, _ error) {
 	if err != nil {
 		if len(step.Actions) == 0 {
 			return res, insertUntouched, err
@@ -530,7 +541,19 @@ func (c *Controller) Finish(r *Request) error {
 			return err
 		}
 	}
-	res, out, err := c.insertLocked(r, upto, false, mslot)
+	var res core.InsertResult
+	var out insertOutcome
+	var err, unlockErr error
+	unlocked := false
+	if iu, ok := c.eng.(InsertUnlocker); ok && c.ht == nil && c.hy.mamba == nil {
+		// The insert and the unlock in one engine call: between them
+		// the host only runs pool frees, which no lock concerns.
+		var step core.InsertStep
+		step, unlocked, unlockErr, err = iu.BeginInsertUnlock(c.insertParams(r, upto, false, mslot), r.last, r.rcpt, r.swaReleased)
+		res, out, err = c.insertSteps(step, err)
+	} else {
+		res, out, err = c.insertLocked(r, upto, false, mslot)
+	}
 	switch {
 	case err != nil && out == insertUntouched:
 		if moved {
@@ -546,7 +569,10 @@ func (c *Controller) Finish(r *Request) error {
 	}
 	// The tree owns [0, protected) even where the insert stopped short.
 	err = errors.Join(err, c.freeOwned(r, max(res.TotalLen, r.protected), computed))
-	err = errors.Join(err, c.eng.Unlock(r.last, r.rcpt, r.swaReleased))
+	if !unlocked {
+		unlockErr = c.eng.Unlock(r.last, r.rcpt, r.swaReleased)
+	}
+	err = errors.Join(err, unlockErr)
 	c.retire(r)
 	c.stats.Finished++
 	return err

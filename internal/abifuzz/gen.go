@@ -83,7 +83,7 @@ var ops = []abi.Op{
 	abi.OpMarkWriteThroughPending, abi.OpFinishWriteThrough, abi.OpDemote, abi.OpDropSubtreeNoHost,
 	abi.OpCommitLoadBack, abi.OpInsertHost, abi.OpStorageSpec, abi.OpBackfillHashes,
 	abi.OpLinkerChain, abi.OpMarkLinkerPending, abi.OpFinishLinkerOffload, abi.OpMarkLinkerStoredPath,
-	abi.OpBeginInsertMatched, abi.OpMatchLock,
+	abi.OpBeginInsertMatched, abi.OpMatchLock, abi.OpBeginInsertMatchedUnlock,
 }
 
 // kind picks the next call's kind.
@@ -302,9 +302,17 @@ func (g *gen) structured() []byte {
 			q.Skip = core.ComponentSet(g.r.IntN(8))
 		}
 		g.match = q.ID
-	case abi.OpBeginInsertMatched:
+	case abi.OpBeginInsertMatched, abi.OpBeginInsertMatchedUnlock:
 		// Mostly the last match (on whichever instance), with counts that
-		// may exceed what it kept.
+		// may exceed what it kept; the unlock names a learned receipt or
+		// a made-up one.
+		if q.Op == abi.OpBeginInsertMatchedUnlock {
+			q.Receipt, q.SkipSWA = g.receipt(), g.r.IntN(4) == 0
+			q.Node = q.Receipt.Node
+			if g.r.IntN(4) == 0 {
+				q.Node = g.node()
+			}
+		}
 		n := g.length()
 		q.Matched = abi.MatchedRef{MatchID: g.match, Tokens: uint32(g.r.IntN(n + 2)), Slots: uint32(g.r.IntN(n/2 + 2))}
 		if g.r.IntN(4) == 0 {
