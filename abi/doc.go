@@ -16,7 +16,10 @@
 // raw little-endian run, decoded by one bulk loop into reused buffers, so
 // the hot path (match) adds no allocation. An insert of tokens just
 // matched need not send them again: [OpBeginInsertMatched] names the
-// instance's last match instead. Every decoding failure is an [*Error]
+// instance's last match instead. A serving loop's arrival and finish
+// take one call each: [OpMatchLock] matches and locks the match, and
+// [OpBeginInsertMatchedUnlock] inserts and releases that lock. Every
+// decoding failure is an [*Error]
 // carrying its wire [Code].
 //
 // Results, actions and KV events are core's own types ([core.MatchResult],
