@@ -291,23 +291,13 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		s.LiveReceipts = uint32(t.LiveReceiptCount())
 		return nil
 	case abi.OpMatch:
-		res, err := t.Match(d.idx[:0], q.Insert.Namespace, q.Insert.Tokens)
-		if cap(res.Indices) > cap(d.idx) {
-			d.idx = res.Indices[:0]
-		}
-		r.Match, r.Actions = res, res.Actions
-		d.keepMatch(inst, q, res.Indices, err)
+		_, err := d.match(inst, q, r)
 		return err
 	case abi.OpMatchLock:
 		// Exactly match, then lock of its LastDevice: a failed lock
 		// leaves the match (and the kept match) standing, as two calls
 		// would, and answers the lock's error with the match's actions.
-		res, err := t.Match(d.idx[:0], q.Insert.Namespace, q.Insert.Tokens)
-		if cap(res.Indices) > cap(d.idx) {
-			d.idx = res.Indices[:0]
-		}
-		r.Match, r.Actions = res, res.Actions
-		d.keepMatch(inst, q, res.Indices, err)
+		res, err := d.match(inst, q, r)
 		if err != nil {
 			return err
 		}
@@ -450,6 +440,19 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		return err
 	}
 	return &abi.Error{Code: abi.CodeUnknownOp, Msg: fmt.Sprintf("%s has no handler", q.Op)}
+}
+
+// match runs q's match on inst's tree into the dispatcher's index
+// buffer, puts the result and its actions in r and keeps it as inst's
+// last match. match and match_lock share it.
+func (d *Dispatcher) match(inst *instance, q *abi.Request, r *abi.Response) (core.MatchResult, error) {
+	res, err := inst.tree.Match(d.idx[:0], q.Insert.Namespace, q.Insert.Tokens)
+	if cap(res.Indices) > cap(d.idx) {
+		d.idx = res.Indices[:0]
+	}
+	r.Match, r.Actions = res, res.Actions
+	d.keepMatch(inst, q, res.Indices, err)
+	return res, err
 }
 
 // keepMatch makes a match inst's last match (none when it failed). The

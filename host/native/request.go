@@ -189,9 +189,7 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 		if err := c.arriveLocked(r, ml); err != nil {
 			return nil, err
 		}
-		c.live++
-		c.stats.Requests++
-		c.stats.InputTokens += uint64(len(tokens))
+		c.admitted(r)
 		return r, nil
 	}
 	m, err := c.eng.Match(c.spareSlotBuf(len(tokens)), ns, tokens)
@@ -216,9 +214,7 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 			// (Await), matching again then.
 			r.load, r.firstLen = j, m.DeviceLen
 			c.recycle(nil, m.Indices)
-			c.live++
-			c.stats.Requests++
-			c.stats.InputTokens += uint64(len(tokens))
+			c.admitted(r)
 			return r, nil
 		}
 		// Match again even when nothing was loaded: making room for the
@@ -246,10 +242,15 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 		r.tokens, r.slots = nil, nil
 		return nil, err
 	}
+	c.admitted(r)
+	return r, nil
+}
+
+// admitted counts r, which has arrived, as live and in the statistics.
+func (c *Controller) admitted(r *Request) {
 	c.live++
 	c.stats.Requests++
-	c.stats.InputTokens += uint64(len(tokens))
-	return r, nil
+	c.stats.InputTokens += uint64(len(r.tokens))
 }
 
 // arriveLocked is Arrive's match and lock through one MatchLock call
