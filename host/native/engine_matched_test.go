@@ -23,6 +23,34 @@ func (c *opCounter) call(req []byte) ([]byte, error) {
 
 func (c *opCounter) close() error { return nil }
 
+func newOpCounter() *opCounter { return &opCounter{d: dispatch.New(), ops: map[abi.Op]int{}} }
+
+// wireAndDirect returns a wire engine on a dispatcher that counts its ops
+// and a direct engine, both on cfg, closed when the test ends.
+func wireAndDirect(t *testing.T, cfg core.Config) (*wireEngine, Engine, *opCounter) {
+	t.Helper()
+	tr := newOpCounter()
+	w, err := newWireEngine(cfg, tr)
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close() })
+	d, err := NewDirectEngine(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	return w, d, tr
+}
+
+// requireSameTrees fails unless d and w render the same tree and w's
+// passes its sanity check.
+func requireSameTrees(t *testing.T, d, w Engine) {
+	t.Helper()
+	dr, err := d.Render()
+	require.NoError(t, err)
+	wr, err := w.Render()
+	require.NoError(t, err)
+	require.Equal(t, dr, wr)
+	require.NoError(t, w.SanityCheck())
+}
+
 // TestWireEngine_InsertMatched: an insert of tokens the engine's last
 // match had goes as begin_insert_matched, leaving out the tokens and the
 // match's slots; anything else (other tokens, changed tokens, another
@@ -30,14 +58,7 @@ func (c *opCounter) close() error { return nil }
 // the match to a raw call) goes in full. Each step's result is the
 // direct engine's.
 func TestWireEngine_InsertMatched(t *testing.T) {
-	cfg := core.Config{PageSize: 2}
-	tr := &opCounter{d: dispatch.New(), ops: map[abi.Op]int{}}
-	w, err := newWireEngine(cfg, tr)
-	require.NoError(t, err)
-	defer w.Close()
-	d, err := NewDirectEngine(cfg)
-	require.NoError(t, err)
-	defer d.Close()
+	w, d, tr := wireAndDirect(t, core.Config{PageSize: 2})
 	ns := core.Namespace{CacheSalt: "t"}
 
 	both := func(name string, f func(e Engine) any) {
@@ -97,7 +118,7 @@ func TestWireEngine_InsertMatched(t *testing.T) {
 	// guest answers stale_match and the engine sends the insert in full.
 	both("match 1..12 once more", func(e Engine) any { return match(e, ns, toks) })
 	q := abi.Request{Op: abi.OpMatch, Instance: w.Instance(), ID: 1 << 40, Insert: core.InsertParams{Tokens: seq(50, 4)}}
-	_, err = w.RawCall(abi.AppendRequest(nil, &q))
+	_, err := w.RawCall(abi.AppendRequest(nil, &q))
 	require.NoError(t, err)
 	both("insert after a raw match", func(e Engine) any {
 		return insert(e, core.InsertParams{Namespace: ns, Tokens: toks, Slots: seqSlots(500, 12)})

@@ -16,14 +16,7 @@ import (
 // error; the match stands, so the insert after it still names it). The
 // trees end identical.
 func TestWireEngine_MatchLock(t *testing.T) {
-	cfg := core.Config{PageSize: 2}
-	tr := &opCounter{d: dispatch.New(), ops: map[abi.Op]int{}}
-	w, err := newWireEngine(cfg, tr)
-	require.NoError(t, err)
-	defer w.Close()
-	d, err := NewDirectEngine(cfg)
-	require.NoError(t, err)
-	defer d.Close()
+	w, d, tr := wireAndDirect(t, core.Config{PageSize: 2})
 	ns := core.Namespace{CacheSalt: "t"}
 
 	type held struct {
@@ -75,12 +68,7 @@ func TestWireEngine_MatchLock(t *testing.T) {
 		}
 		return stats(e)
 	})
-	dr, err := d.Render()
-	require.NoError(t, err)
-	wr, err := w.Render()
-	require.NoError(t, err)
-	require.Equal(t, dr, wr)
-	require.NoError(t, w.SanityCheck())
+	requireSameTrees(t, d, w)
 }
 
 // TestWireEngine_MatchLockOldGuest: a guest that does not know
@@ -126,7 +114,7 @@ func (g *oldGuest) close() error { return nil }
 // TestController_ArriveMatchLock: without a host tier an arrival is one
 // match_lock, not a match and a lock; the request then runs as before.
 func TestController_ArriveMatchLock(t *testing.T) {
-	tr := &opCounter{d: dispatch.New(), ops: map[abi.Op]int{}}
+	tr := newOpCounter()
 	ctor := func(cfg core.Config) (Engine, error) { return newWireEngine(cfg, tr) }
 	c, _ := newCtlOn(t, ctor, 64, core.Config{PageSize: 2}, ControllerConfig{Canary: true, VerifyMatches: true})
 	for i := range 3 {
@@ -150,14 +138,7 @@ func TestController_ArriveMatchLock(t *testing.T) {
 // that stands, and an insert that cannot name the match (sent in full,
 // then unlocked with a call of its own). The trees end identical.
 func TestWireEngine_BeginInsertUnlock(t *testing.T) {
-	cfg := core.Config{PageSize: 2}
-	tr := &opCounter{d: dispatch.New(), ops: map[abi.Op]int{}}
-	w, err := newWireEngine(cfg, tr)
-	require.NoError(t, err)
-	defer w.Close()
-	d, err := NewDirectEngine(cfg)
-	require.NoError(t, err)
-	defer d.Close()
+	w, d, tr := wireAndDirect(t, core.Config{PageSize: 2})
 	ns := core.Namespace{CacheSalt: "t"}
 
 	type held struct {
@@ -211,12 +192,7 @@ func TestWireEngine_BeginInsertUnlock(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, pr)
 	}
-	dr, err := d.Render()
-	require.NoError(t, err)
-	wr, err := w.Render()
-	require.NoError(t, err)
-	require.Equal(t, dr, wr)
-	require.NoError(t, w.SanityCheck())
+	requireSameTrees(t, d, w)
 }
 
 // TestWireEngine_BeginInsertUnlockOldGuest: a guest that does not know
