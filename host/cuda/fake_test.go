@@ -916,3 +916,63 @@ func newCanaryController(t *testing.T, dev *Device, pc PoolsConfig, cfg core.Con
 	t.Cleanup(func() { _ = c.Close() })
 	return c, ps
 }
+
+// TestController_ReplaceEngineOnCUDAPools: after a guest trap, a
+// controller over CUDA pools replaces its engine (the pools list their
+// slots), every slot of every pool goes back, the request that was
+// running fails with ErrEngineReplaced, and the cache fills and hits
+// again, on each component set, with and without the host tier.
+func TestController_ReplaceEngineOnCUDAPools(t *testing.T) {
+	for _, set := range controllerSets {
+		for _, host := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/host=%v", set.name, host), func(t *testing.T) {
+				cfg := set.cfg
+				g := tinyGeom
+				g.PageSize = cfg.PageSize
+				pc := PoolsConfig{Geometry: g, Tokens: 64}
+				if has(cfg, core.SWA) {
+					pc.SWATokens = 64
+				}
+				if has(cfg, core.Mamba) {
+					pc.States = 10
+				}
+				if host {
+					cfg.HostTier, cfg.WritePolicy = true, core.WriteThrough
+					pc.HostTokens = 96
+					if has(cfg, core.SWA) {
+						pc.HostSWATokens = 64
+					}
+					if has(cfg, core.Mamba) {
+						pc.HostStates = 12
+					}
+				}
+				c, ps := newCanaryController(t, fakeDevice(t, FakeConfig{QueryDelay: 1}), pc, cfg)
+				workload(t, c, 11, 40)
+				held, err := c.Arrive(core.Namespace{}, []uint32{1, 2, 3, 4, 5, 6})
+				require.NoError(t, err)
+				require.NoError(t, c.Prefill(held, held.Pending()))
+
+				require.NoError(t, native.InjectTrap(c.Engine(), 0))
+				_, err = c.Arrive(core.Namespace{}, []uint32{9, 8, 7, 6})
+				require.ErrorIs(t, err, native.ErrEngineFailed)
+
+				fresh, err := native.NewDirectEngine(c.Engine().Config())
+				require.NoError(t, err)
+				require.NoError(t, c.ReplaceEngine(fresh))
+				require.NoError(t, c.Audit())
+				for comp := range 3 {
+					if d := ps.dpool[comp]; d != nil {
+						require.Equal(t, d.Capacity(), d.Available(), "%s device pool", core.Component(comp))
+					}
+					if h := ps.hpool[comp]; h != nil {
+						require.Equal(t, h.Capacity(), h.Available(), "%s host pool", core.Component(comp))
+					}
+				}
+				require.ErrorIs(t, c.Prefill(held, 1), native.ErrEngineReplaced)
+				workload(t, c, 12, 40)
+				require.Zero(t, c.Stats().CanaryMismatches)
+				require.NotZero(t, c.Stats().MatchedTokens+c.Stats().HostHitTokens)
+			})
+		}
+	}
+}

@@ -66,6 +66,17 @@ func (p *slots) Free(s []int32) error {
 	return p.acct.Free(s)
 }
 
+// Allocated appends every allocated slot to dst in ascending order
+// (native.SlotLister): a controller over CUDA pools needs it to take the
+// slots of a lost tree back when it replaces a failed engine
+// (native.Controller.ReplaceEngine).
+func (p *slots) Allocated(dst []int32) ([]int32, error) {
+	if p.closed {
+		return dst, fmt.Errorf("%w: %s", errClosed, p.name)
+	}
+	return p.acct.Allocated(dst)
+}
+
 // Capacity is the number of slots.
 func (p *slots) Capacity() int { return p.acct.Capacity() }
 
@@ -412,6 +423,8 @@ func (p *HostPool) Close() error {
 }
 
 var (
-	_ native.PagedPool = (*DevicePool)(nil)
-	_ native.PagedPool = (*HostPool)(nil)
+	_ native.PagedPool  = (*DevicePool)(nil)
+	_ native.PagedPool  = (*HostPool)(nil)
+	_ native.SlotLister = (*DevicePool)(nil)
+	_ native.SlotLister = (*HostPool)(nil)
 )

@@ -681,7 +681,8 @@ var (
 // SlotLister is a Pool that can list its allocated slots. A Controller
 // needs it to recover from a failed engine (Controller.ReplaceEngine):
 // the slots the lost tree held are known only as the allocated ones no
-// running request owns. This package's pools and pooltest's implement it.
+// running request owns. This package's pools, pooltest's and host/cuda's
+// implement it.
 type SlotLister interface {
 	// Allocated appends every allocated slot to dst, in ascending order.
 	// A wrapper whose pool cannot list returns an error.
