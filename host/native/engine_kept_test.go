@@ -22,6 +22,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// needCheckKept turns checkKept on for a test that relies on it, also in
+// a run with -bench (which TestMain leaves without it).
+func needCheckKept(t *testing.T) {
+	old := checkKept
+	checkKept = true
+	t.Cleanup(func() { checkKept = old })
+}
+
 // TestWireEngine_KeptMatch: an insert that names a kept match by its
 // ticket goes as begin_insert_matched (no tokens, no matched slots) and
 // the engine keeps no copy of the match; everything that could make the
@@ -30,6 +38,7 @@ func TestMain(m *testing.M) {
 // engine's ticket, a reset, and a guest that lost the match to a raw
 // call. After every step the tree is the direct engine's.
 func TestWireEngine_KeptMatch(t *testing.T) {
+	needCheckKept(t)
 	w, d, tr := wireAndDirect(t, core.Config{PageSize: 2})
 	ns := core.Namespace{CacheSalt: "t"}
 	toks := seq(1, 12)
@@ -84,21 +93,37 @@ func TestWireEngine_KeptMatch(t *testing.T) {
 	both(t, "kept insert of a prefix", tk, core.InsertParams{Namespace: ns, Tokens: toks[:10], Slots: slots[:10], PrevPrefixLen: 8})
 	sent(t, 2, 0)
 
+	t.Run("no copies", func(t *testing.T) {
+		// Outside the tests' check, a kept match leaves the engine with
+		// its lengths only.
+		checkKept = false
+		defer func() { checkKept = true }()
+		m, rc, tk, err := w.matchLockKept(nil, ns, toks, 0)
+		require.NoError(t, err)
+		require.NoError(t, w.Unlock(m.LastDevice, rc, false))
+		dm, drc, err := d.(MatchLocker).MatchLock(nil, ns, toks, 0)
+		require.NoError(t, err)
+		require.NoError(t, d.Unlock(dm.LastDevice, drc, false))
+		require.Empty(t, w.matchTok)
+		require.Empty(t, w.matchIdx)
+		both(t, "kept insert without copies", tk, core.InsertParams{Namespace: ns, Tokens: toks, Slots: slots})
+		sent(t, 3, 0)
+	})
 	t.Run("plain insert", func(t *testing.T) {
 		kept(t, toks)
 		// Equal contents, but the engine has nothing to compare them
 		// with and no vouch.
 		both(t, "plain insert after a kept match", 0, core.InsertParams{Namespace: ns, Tokens: toks, Slots: slots})
-		sent(t, 2, 1)
+		sent(t, 3, 1)
 	})
 	t.Run("another match in between", func(t *testing.T) {
 		a := kept(t, toks)
 		b := kept(t, toks[:10])
 		require.NotEqual(t, a, b)
 		both(t, "stale ticket", a, core.InsertParams{Namespace: ns, Tokens: toks, Slots: slots})
-		sent(t, 2, 2)
-		both(t, "fresh ticket", b, core.InsertParams{Namespace: ns, Tokens: toks[:10], Slots: slots[:10]})
 		sent(t, 3, 2)
+		both(t, "fresh ticket", b, core.InsertParams{Namespace: ns, Tokens: toks[:10], Slots: slots[:10]})
+		sent(t, 4, 2)
 		// A plain match after a kept one: the ticket names nothing, and the
 		// insert is checked against the plain match's copy (a hit).
 		a = kept(t, toks)
@@ -107,7 +132,7 @@ func TestWireEngine_KeptMatch(t *testing.T) {
 		_, err = d.Match(nil, ns, toks)
 		require.NoError(t, err)
 		both(t, "ticket of a replaced match", a, core.InsertParams{Namespace: ns, Tokens: toks, Slots: slots})
-		sent(t, 4, 2)
+		sent(t, 5, 2)
 		// A failed match_lock (a refused skip) leaves its match in the
 		// guest, but the engine knows no ticket for it nor for the one
 		// before.
@@ -119,7 +144,7 @@ func TestWireEngine_KeptMatch(t *testing.T) {
 		_, _, err = d.(MatchLocker).MatchLock(nil, ns, toks, skipFull)
 		require.Error(t, err)
 		both(t, "ticket before a failed match", a, core.InsertParams{Namespace: ns, Tokens: toks, Slots: slots})
-		sent(t, 4, 3)
+		sent(t, 5, 3)
 	})
 	t.Run("another engine's ticket", func(t *testing.T) {
 		w2, _, tr2 := wireAndDirect(t, core.Config{PageSize: 2})
@@ -135,7 +160,7 @@ func TestWireEngine_KeptMatch(t *testing.T) {
 		require.Equal(t, w2.matchID, w.matchID)
 		require.NotEqual(t, t2, tk)
 		both(t, "foreign ticket", t2, core.InsertParams{Namespace: ns, Tokens: toks, Slots: slots})
-		sent(t, 4, 4)
+		sent(t, 5, 4)
 		require.Zero(t, tr2.ops[abi.OpBeginInsertMatched])
 	})
 	t.Run("reset", func(t *testing.T) {
@@ -143,7 +168,7 @@ func TestWireEngine_KeptMatch(t *testing.T) {
 		require.NoError(t, w.Reset())
 		require.NoError(t, d.Reset())
 		both(t, "ticket from before a reset", tk, core.InsertParams{Namespace: ns, Tokens: toks, Slots: slots})
-		sent(t, 4, 5)
+		sent(t, 5, 5)
 	})
 	t.Run("guest lost the match", func(t *testing.T) {
 		tk := kept(t, toks)
@@ -154,14 +179,13 @@ func TestWireEngine_KeptMatch(t *testing.T) {
 		require.NoError(t, err)
 		// Named, answered stale_match, then sent in full.
 		both(t, "ticket the guest no longer holds", tk, core.InsertParams{Namespace: ns, Tokens: toks, Slots: slots})
-		sent(t, 5, 6)
+		sent(t, 6, 6)
 		both(t, "same ticket again", tk, core.InsertParams{Namespace: ns, Tokens: toks, Slots: slots})
-		sent(t, 5, 7)
+		sent(t, 6, 7)
 	})
 	t.Run("broken vouch", func(t *testing.T) {
 		// The test build checks every vouch (checkKept): a caller that
 		// changed its buffers gets an error and nothing is sent.
-		require.True(t, checkKept)
 		mine := append([]uint32(nil), toks...)
 		tk := kept(t, mine)
 		mine[3]++
@@ -195,7 +219,7 @@ func TestController_KeptMatchInterleaved(t *testing.T) {
 	for seed := uint64(1); seed <= 6; seed++ {
 		page := []int{1, 2, 4}[seed%3]
 		t.Run(fmt.Sprintf("seed=%d/page=%d", seed, page), func(t *testing.T) {
-			require.True(t, checkKept)
+			needCheckKept(t)
 			tr := newOpCounter()
 			var w *wireEngine
 			wire := func(cfg core.Config) (Engine, error) {
