@@ -168,6 +168,42 @@ type InsertUnlocker interface {
 	BeginInsertUnlock(p core.InsertParams, node core.NodeID, rc core.Receipt, skipSWA bool) (step core.InsertStep, tried bool, unlockErr, err error)
 }
 
+// matchTicket names one match of a wire engine, whose guest keeps the
+// instance's last match for the insert after it (begin_insert_matched);
+// 0 names none. Tickets are never reused within an engine and carry the
+// engine's mask, so another engine's ticket names nothing here.
+type matchTicket uint64
+
+// keptMatcher is implemented by the wire engines for the Controller, the
+// one caller that owns the buffers it matches from and inserts from and
+// never rewrites them in between. It is MatchLock and the two insert
+// calls with a vouch instead of a check:
+//
+//   - matchLockKept is MatchLock whose caller promises to leave tokens and
+//     the result's Indices unchanged for as long as it names the match's
+//     ticket. The engine keeps no copy of either, only their lengths and
+//     the namespace. (When the caller cannot keep the promise, it stops
+//     naming the ticket.)
+//   - beginInsertKept and beginInsertUnlockKept are BeginInsert and
+//     BeginInsertUnlock whose caller vouches, by naming t, that p.Tokens
+//     is a prefix of the tokens of match t and that p.Slots starts with
+//     that match's Indices (as many as both have). When t is the guest's
+//     last match too, the insert names it (no tokens, no matched slots on
+//     the wire, nothing copied or compared on the host); otherwise it is
+//     the plain call, which may still name a last match the engine holds
+//     a copy of.
+//
+// A plain insert never names a kept match it holds no copy of, so a
+// caller that does not vouch is never trusted. Whatever the vouch, the
+// guest answers stale_match for a match it no longer holds (and the
+// engine sends the insert in full), and the engine forgets its last
+// match on every match, failed ones included, and on reset.
+type keptMatcher interface {
+	matchLockKept(dst []int32, ns core.Namespace, tokens []uint32, skip core.ComponentSet) (core.MatchResult, core.Receipt, matchTicket, error)
+	beginInsertKept(p core.InsertParams, t matchTicket) (core.InsertStep, error)
+	beginInsertUnlockKept(p core.InsertParams, t matchTicket, node core.NodeID, rc core.Receipt, skipSWA bool) (step core.InsertStep, tried bool, unlockErr, err error)
+}
+
 // directEngine calls a core.Tree in process.
 type directEngine struct {
 	cfg    core.Config

@@ -138,13 +138,21 @@ type wireEngine struct {
 	scratch abi.Scratch
 
 	// The guest keeps the instance's last match for begin_insert_matched;
-	// these are the engine's copies of what it sent and got back (matchID
-	// 0: none the guest is known to hold). An insert of tokens the match
-	// had, with the match's slots first (a serving loop's Finish), sends
-	// neither again. noMatched is set when the guest does not know the op.
+	// these describe what the engine sent and got back (matchID 0: none
+	// the guest is known to hold). An insert of tokens the match had, with
+	// the match's slots first (a serving loop's Finish), sends neither
+	// again. For a plain match the engine keeps copies of the match's
+	// tokens and indices and checks an insert against them, since its
+	// caller may change its slices in between. A kept match
+	// (matchLockKept, matchKept set) keeps only the lengths: its caller
+	// vouches for the insert by the match's ticket (see keptMatcher).
+	// noMatched is set when the guest does not know the op.
 	matchID   uint64
 	matchNS   core.Namespace
-	matchTok  []uint32
+	matchTokN int
+	matchIdxN int
+	matchKept bool
+	matchTok  []uint32 // copies; empty for a kept match unless checkKept
 	matchIdx  []int32
 	noMatched bool
 	// noMatchLock is set when the guest does not know match_lock; the
@@ -295,12 +303,14 @@ func (e *wireEngine) Match(dst []int32, ns core.Namespace, tokens []uint32) (cor
 	if err := e.usable(); err != nil {
 		return core.MatchResult{Indices: dst}, err
 	}
-	return e.match(abi.OpMatch, dst, ns, tokens, 0)
+	return e.match(abi.OpMatch, dst, ns, tokens, 0, false)
 }
 
 // match sends a match or a match_lock (with skip) and decodes the
-// match; the receipt of a match_lock is left in e.r.Receipt.
-func (e *wireEngine) match(op abi.Op, dst []int32, ns core.Namespace, tokens []uint32, skip core.ComponentSet) (core.MatchResult, error) {
+// match; the receipt of a match_lock is left in e.r.Receipt. kept: the
+// caller vouches for its buffers (matchLockKept), so the engine keeps no
+// copy of them.
+func (e *wireEngine) match(op abi.Op, dst []int32, ns core.Namespace, tokens []uint32, skip core.ComponentSet, kept bool) (core.MatchResult, error) {
 	e.q.Insert.Namespace, e.q.Insert.Tokens, e.q.Skip = ns, tokens, skip
 	base := len(dst)
 	e.matchID = 0
@@ -312,13 +322,27 @@ func (e *wireEngine) match(op abi.Op, dst []int32, ns core.Namespace, tokens []u
 	m := e.r.Match
 	if !e.noMatched {
 		// What the guest now keeps as the instance's last match.
-		e.matchID, e.matchNS = e.q.ID, ns
-		e.matchTok = append(e.matchTok[:0], tokens...)
-		e.matchIdx = append(e.matchIdx[:0], m.Indices[base:]...)
+		e.matchID, e.matchNS, e.matchKept = e.q.ID, ns, kept
+		e.matchTokN, e.matchIdxN = len(tokens), len(m.Indices)-base
+		e.matchTok, e.matchIdx = e.matchTok[:0], e.matchIdx[:0]
+		if !kept || checkKept {
+			e.matchTok = append(e.matchTok, tokens...)
+			e.matchIdx = append(e.matchIdx, m.Indices[base:]...)
+		}
 	}
 	m.LastDevice, m.LastHost, m.Best = e.fromWire(m.LastDevice), e.fromWire(m.LastHost), e.fromWire(m.Best)
 	m.Actions = e.r.Actions
 	return m, nil
+}
+
+// ticket names the last match when it is a kept one (0 otherwise): its
+// request id under the engine's mask, so that no other engine's ticket
+// (nor a plain match's) names it.
+func (e *wireEngine) ticket() matchTicket {
+	if e.matchID == 0 || !e.matchKept {
+		return 0
+	}
+	return matchTicket(e.matchID ^ e.mask)
 }
 
 // MatchLock sends match_lock, or match and lock to a guest that predates
@@ -327,27 +351,40 @@ func (e *wireEngine) match(op abi.Op, dst []int32, ns core.Namespace, tokens []u
 // stands in the guest, kept for begin_insert_matched; the engine does
 // not know the match's id then, so its next insert is sent in full.
 func (e *wireEngine) MatchLock(dst []int32, ns core.Namespace, tokens []uint32, skip core.ComponentSet) (core.MatchResult, core.Receipt, error) {
+	m, rc, _, err := e.matchLock(dst, ns, tokens, skip, false)
+	return m, rc, err
+}
+
+// matchLockKept implements keptMatcher.
+func (e *wireEngine) matchLockKept(dst []int32, ns core.Namespace, tokens []uint32, skip core.ComponentSet) (core.MatchResult, core.Receipt, matchTicket, error) {
+	return e.matchLock(dst, ns, tokens, skip, true)
+}
+
+func (e *wireEngine) matchLock(dst []int32, ns core.Namespace, tokens []uint32, skip core.ComponentSet, kept bool) (core.MatchResult, core.Receipt, matchTicket, error) {
 	if err := e.usable(); err != nil {
-		return core.MatchResult{Indices: dst}, core.Receipt{}, err
+		return core.MatchResult{Indices: dst}, core.Receipt{}, 0, err
 	}
 	if !e.noMatchLock {
-		m, err := e.match(abi.OpMatchLock, dst, ns, tokens, skip)
+		m, err := e.match(abi.OpMatchLock, dst, ns, tokens, skip, kept)
 		if err == nil {
 			rc := e.r.Receipt
 			rc.Node = e.fromWire(rc.Node)
-			return m, rc, nil
+			return m, rc, e.ticket(), nil
 		}
 		if code, ok := remoteCode(err); !ok || code != abi.CodeUnknownOp {
-			return m, core.Receipt{}, err
+			return m, core.Receipt{}, 0, err
 		}
 		e.noMatchLock = true
 	}
-	m, err := e.Match(dst, ns, tokens)
+	m, err := e.match(abi.OpMatch, dst, ns, tokens, 0, kept)
 	if err != nil {
-		return m, core.Receipt{}, err
+		return m, core.Receipt{}, 0, err
 	}
 	rc, err := e.Lock(m.LastDevice, skip)
-	return m, rc, err
+	if err != nil {
+		return m, rc, 0, err
+	}
+	return m, rc, e.ticket(), nil
 }
 
 // insertFits rejects insert parameters the wire cannot carry unchanged.
@@ -389,13 +426,29 @@ func (e *wireEngine) insertStep(op abi.Op) (core.InsertStep, error) {
 }
 
 func (e *wireEngine) BeginInsert(p core.InsertParams) (core.InsertStep, error) {
+	return e.beginInsert(p, 0)
+}
+
+// beginInsertKept implements keptMatcher.
+func (e *wireEngine) beginInsertKept(p core.InsertParams, t matchTicket) (core.InsertStep, error) {
+	return e.beginInsert(p, t)
+}
+
+// beginInsert sends begin_insert_matched when the insert can name the
+// guest's last match (namedMatch, by t or by its copy), and otherwise,
+// or when the guest answers stale_match or unknown_op, begin_insert.
+func (e *wireEngine) beginInsert(p core.InsertParams, t matchTicket) (core.InsertStep, error) {
 	if err := e.usable(); err != nil {
 		return core.InsertStep{}, err
 	}
 	if err := insertFits(&p); err != nil {
 		return core.InsertStep{}, err
 	}
-	if ref, ok := e.matchedRef(&p); ok {
+	ref, ok, err := e.namedMatch(&p, t)
+	if err != nil {
+		return core.InsertStep{}, err
+	}
+	if ok {
 		e.q.Insert, e.q.Matched = p, ref
 		e.q.Insert.Tokens, e.q.Insert.Slots = nil, p.Slots[ref.Slots:]
 		err := e.roundTrip(abi.OpBeginInsertMatched)
@@ -424,13 +477,26 @@ func (e *wireEngine) BeginInsert(p core.InsertParams) (core.InsertStep, error) {
 // the guest answers stale_match or unknown_op (nothing changed there),
 // BeginInsert and, when it completed, Unlock.
 func (e *wireEngine) BeginInsertUnlock(p core.InsertParams, node core.NodeID, rc core.Receipt, skipSWA bool) (core.InsertStep, bool, error, error) {
+	return e.beginInsertUnlock(p, 0, node, rc, skipSWA)
+}
+
+// beginInsertUnlockKept implements keptMatcher.
+func (e *wireEngine) beginInsertUnlockKept(p core.InsertParams, t matchTicket, node core.NodeID, rc core.Receipt, skipSWA bool) (core.InsertStep, bool, error, error) {
+	return e.beginInsertUnlock(p, t, node, rc, skipSWA)
+}
+
+func (e *wireEngine) beginInsertUnlock(p core.InsertParams, t matchTicket, node core.NodeID, rc core.Receipt, skipSWA bool) (core.InsertStep, bool, error, error) {
 	if err := e.usable(); err != nil {
 		return core.InsertStep{}, false, nil, err
 	}
 	if err := insertFits(&p); err != nil {
 		return core.InsertStep{}, false, nil, err
 	}
-	if ref, ok := e.matchedRef(&p); ok && !e.noMatchedUnlock && !e.noMatched {
+	ref, ok, err := e.namedMatch(&p, t)
+	if err != nil {
+		return core.InsertStep{}, false, nil, err
+	}
+	if ok && !e.noMatchedUnlock && !e.noMatched {
 		e.q.Insert, e.q.Matched = p, ref
 		e.q.Insert.Tokens, e.q.Insert.Slots = nil, p.Slots[ref.Slots:]
 		e.q.Node, e.q.SkipSWA = e.toWire(node), skipSWA
@@ -457,7 +523,7 @@ func (e *wireEngine) BeginInsertUnlock(p core.InsertParams, node core.NodeID, rc
 		e.matchID = 0
 		e.noMatchedUnlock = e.noMatchedUnlock || code == abi.CodeUnknownOp
 	}
-	step, err := e.BeginInsert(p)
+	step, err := e.beginInsert(p, t)
 	if err != nil || !step.Done {
 		return step, false, nil, err
 	}
@@ -473,21 +539,46 @@ func remoteCode(err error) (abi.Code, bool) {
 	return 0, false
 }
 
-// matchedRef reports whether p's insert can name the guest's last match
-// instead of sending its tokens: p's tokens are a prefix of the match's
-// (checked, since the caller may have changed its slice since), in its
-// namespace. The match's slots are left out too when p's slots start
-// with them.
-func (e *wireEngine) matchedRef(p *core.InsertParams) (abi.MatchedRef, bool) {
+// checkKept is set by this package's tests: the engine then copies kept
+// matches too and checks every vouch against the copies (errKeptChanged
+// when the caller broke its promise), so that the whole controller suite
+// tests the Controller's vouches. Results do not change otherwise.
+var checkKept bool
+
+// errKeptChanged: an insert named a kept match its tokens or slots no
+// longer agree with (checkKept only; nothing was sent).
+var errKeptChanged = errors.New("native: internal: an insert vouched for a kept match whose tokens or slots it does not start with")
+
+// namedMatch returns the reference by which p's insert can name the
+// guest's last match instead of sending its tokens: p's tokens are a
+// prefix of the match's, in its namespace, and so many of p's slots as
+// ref.Slots says are the match's indices. For a plain match the engine
+// checks that against its copies (the caller may have changed its slices
+// since); a kept match is named only by its ticket t, the caller's vouch
+// (see keptMatcher), and never by a plain insert.
+func (e *wireEngine) namedMatch(p *core.InsertParams, t matchTicket) (abi.MatchedRef, bool, error) {
 	n := len(p.Tokens)
-	if e.matchID == 0 || n == 0 || n > len(e.matchTok) || p.Namespace != e.matchNS || !equalWords(p.Tokens, e.matchTok[:n]) {
-		return abi.MatchedRef{}, false
+	if e.matchID == 0 || n == 0 || n > e.matchTokN || p.Namespace != e.matchNS {
+		return abi.MatchedRef{}, false, nil
 	}
-	k := min(len(e.matchIdx), len(p.Slots))
+	k := min(e.matchIdxN, len(p.Slots))
+	ref := abi.MatchedRef{MatchID: e.matchID, Tokens: uint32(n), Slots: uint32(k)}
+	if e.matchKept {
+		if t == 0 || t != e.ticket() {
+			return abi.MatchedRef{}, false, nil
+		}
+		if checkKept && (!equalWords(p.Tokens, e.matchTok[:n]) || !equalWords(p.Slots[:k], e.matchIdx[:k])) {
+			return abi.MatchedRef{}, false, errKeptChanged
+		}
+		return ref, true, nil
+	}
+	if !equalWords(p.Tokens, e.matchTok[:n]) {
+		return abi.MatchedRef{}, false, nil
+	}
 	if !equalWords(p.Slots[:k], e.matchIdx[:k]) {
-		k = 0
+		ref.Slots = 0
 	}
-	return abi.MatchedRef{MatchID: e.matchID, Tokens: uint32(n), Slots: uint32(k)}, true
+	return ref, true, nil
 }
 
 // equalWords reports whether a and b (of one length) are equal. It

@@ -37,6 +37,14 @@ type Request struct {
 	firstLen int
 	done     bool
 	gen      uint64 // the controller's engine generation at arrival
+	// ticket names the arrival's match on a wire engine (keptMatcher),
+	// which keeps no copy of it: the controller vouches that tokens and
+	// slots start with what that match had, and it does, since it never
+	// rewrites a running request's prefix (tokens are only appended to,
+	// slots only grow past the match). It is cleared when that stops
+	// holding (FinishChunk rewrites slots past the protected prefix after
+	// its own match); 0: none.
+	ticket matchTicket
 
 	// SWA: the request holds SWA slots for its own positions from
 	// max(swaEvicted, protected) on; those before swaEvicted left its
@@ -62,7 +70,9 @@ func (r *Request) Namespace() core.Namespace { return r.ns }
 func (r *Request) Tokens() []uint32 { return r.tokens }
 
 // Slots returns one KV slot per computed token, valid until the next
-// controller call on this request; nil after Finish or Abort.
+// controller call on this request; nil after Finish or Abort. The slice
+// is the request's own; do not modify it (its cached prefix is the
+// tree's, and Finish inserts the rest from it).
 func (r *Request) Slots() []int32 { return r.slots }
 
 // CachedLen is the prefix the tree held on the device when the request
@@ -259,7 +269,14 @@ func (c *Controller) admitted(r *Request) {
 // no lock protects. On error nothing is locked and r's buffers are
 // recycled.
 func (c *Controller) arriveLocked(r *Request, ml MatchLocker) error {
-	m, rc, err := ml.MatchLock(c.spareSlotBuf(len(r.tokens)), r.ns, r.tokens, 0)
+	var m core.MatchResult
+	var rc core.Receipt
+	var err error
+	if km, ok := c.eng.(keptMatcher); ok {
+		m, rc, r.ticket, err = km.matchLockKept(c.spareSlotBuf(len(r.tokens)), r.ns, r.tokens, 0)
+	} else {
+		m, rc, err = ml.MatchLock(c.spareSlotBuf(len(r.tokens)), r.ns, r.tokens, 0)
+	}
 	if err != nil {
 		// A failed lock leaves the match standing, and its actions due.
 		err = errors.Join(err, c.execute(m.Actions))
@@ -428,7 +445,14 @@ const (
 // protected prefix, executing every step's actions. On error, out says
 // how far it got; res is valid when out is insertDone.
 func (c *Controller) insertLocked(r *Request, upto int, chunked bool, mslot int32) (core.InsertResult, insertOutcome, error) {
-	step, err := c.eng.BeginInsert(c.insertParams(r, upto, chunked, mslot))
+	p := c.insertParams(r, upto, chunked, mslot)
+	var step core.InsertStep
+	var err error
+	if km, ok := c.eng.(keptMatcher); ok {
+		step, err = km.beginInsertKept(p, r.ticket)
+	} else {
+		step, err = c.eng.BeginInsert(p)
+	}
 	return c.insertSteps(step, err)
 }
 
@@ -550,7 +574,12 @@ func (c *Controller) Finish(r *Request) error {
 		// The insert and the unlock in one engine call: between them
 		// the host only runs pool frees, which no lock concerns.
 		var step core.InsertStep
-		step, unlocked, unlockErr, err = iu.BeginInsertUnlock(c.insertParams(r, upto, false, mslot), r.last, r.rcpt, r.swaReleased)
+		p := c.insertParams(r, upto, false, mslot)
+		if km, ok := c.eng.(keptMatcher); ok {
+			step, unlocked, unlockErr, err = km.beginInsertUnlockKept(p, r.ticket, r.last, r.rcpt, r.swaReleased)
+		} else {
+			step, unlocked, unlockErr, err = iu.BeginInsertUnlock(p, r.last, r.rcpt, r.swaReleased)
+		}
 		res, out, err = c.insertSteps(step, err)
 	} else {
 		res, out, err = c.insertLocked(r, upto, false, mslot)
@@ -642,7 +671,10 @@ func (c *Controller) finishChunkLocked(r *Request, upto int) error {
 		return errors.Join(err, c.abandonLocked(r))
 	}
 	// A completed insert whose actions partly failed goes on: the tree
-	// holds the chunk, and the error is returned at the end.
+	// holds the chunk, and the error is returned at the end. From here
+	// on r's slots change past its protected prefix and the engine
+	// matches again: r no longer vouches for its arrival's match.
+	r.ticket = 0
 	ierr := err
 	if mslot >= 0 {
 		if err := c.settleDonation(mslot, res); err != nil {
