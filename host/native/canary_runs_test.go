@@ -30,11 +30,10 @@ func TestVerifyRuns(t *testing.T) {
 		h0 := rng.Uint64()
 		h := h0
 		for i, s := range slots {
-			h = canaryStep(h, tokens[i])
+			h = canaryStep(h, tokens[i], uint64(i))
 			if int(s) < nslots {
 				off := int(s) * CanaryBytes
 				binary.LittleEndian.PutUint64(mem[off:], h)
-				binary.LittleEndian.PutUint64(mem[off+8:], uint64(i))
 			}
 		}
 		for c := rng.IntN(3); c > 0 && n > 0; c-- {
@@ -56,9 +55,9 @@ func TestVerifyRuns(t *testing.T) {
 			if int(s) >= nslots || used[s>>6]&(1<<(s&63)) == 0 {
 				break
 			}
-			g := canaryStep(wantH, tokens[wantK])
+			g := canaryStep(wantH, tokens[wantK], uint64(wantK))
 			rec := m.slot(s)
-			if binary.LittleEndian.Uint64(rec[0:8]) != g || binary.LittleEndian.Uint64(rec[8:16]) != uint64(wantK) {
+			if binary.LittleEndian.Uint64(rec) != g {
 				break
 			}
 			wantH = g
@@ -104,12 +103,9 @@ func TestWriteRun(t *testing.T) {
 		}
 		h := h0
 		for i, tok := range tokens {
-			h = canaryStep(h, tok)
+			h = canaryStep(h, tok, pos+uint64(i))
 			if d := binary.LittleEndian.Uint64(run[i*CanaryBytes:]); d != h {
 				t.Fatalf("trial %d: record %d digest %x, want %x", trial, i, d, h)
-			}
-			if p := binary.LittleEndian.Uint64(run[i*CanaryBytes+8:]); p != pos+uint64(i) {
-				t.Fatalf("trial %d: record %d position %d, want %d", trial, i, p, pos+uint64(i))
 			}
 		}
 		if got != h {
