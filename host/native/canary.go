@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/internal/wordview"
 )
 
 // CanaryBytes is the size of the canary record the controller writes at
@@ -47,17 +49,22 @@ func canarySeed(ns core.Namespace) uint64 {
 }
 
 // canaryMix maps (token, position) to the term canaryStep adds to the
-// chain: a fixed bijective 64-bit mixer (xor-shifts and odd multiplies)
-// of tok | pos<<32, so for one position distinct tokens give distinct
-// terms, and a token's term depends on where it stands. Nothing in it
-// depends on the chain, so the mixes of a run of tokens overlap.
-func canaryMix(tok uint32, pos uint64) uint64 {
+// chain: a bijective 64-bit mixer (odd multiplies and xor-shifts) of the
+// token xor a position word, so for one position distinct tokens give
+// distinct terms, and a token's term depends on where it stands. Nothing
+// in it depends on the chain, so the mixes of a run of tokens overlap.
+func canaryMix(tok uint32, pos uint64) uint64 { return canaryMixP(tok, pos*canaryPosMul) }
+
+// canaryPosMul spreads positions over 64 bits: the position word of
+// position i is i*canaryPosMul (a Weyl sequence, so a run's words follow
+// from one another by an add).
+const canaryPosMul = 0x9e3779b97f4a7c15
+
+// canaryMixP is canaryMix given the position word p.
+func canaryMixP(tok uint32, p uint64) uint64 {
 	const k1, k2 = 0xbf58476d1ce4e5b9, 0x94d049bb133111eb
-	x := uint64(tok) | pos<<32
-	x ^= x >> 32
-	x *= k1
-	x ^= x >> 29
-	x *= k2
+	x := (uint64(tok) ^ p) * k1
+	x = (x ^ x>>29) * k2
 	return x ^ x>>32
 }
 
@@ -70,8 +77,10 @@ func canaryStep(h uint64, tok uint32, pos uint64) uint64 { return h + canaryMix(
 
 // canaryChain folds tokens at positions pos, pos+1, ... into h.
 func canaryChain(h uint64, tokens []uint32, pos uint64) uint64 {
-	for j, t := range tokens {
-		h += canaryMix(t, pos+uint64(j))
+	p := pos * canaryPosMul
+	for _, t := range tokens {
+		h += canaryMixP(t, p)
+		p += canaryPosMul
 	}
 	return h
 }
@@ -358,28 +367,58 @@ func heldPrefix(used []uint64, s int32, n int) int {
 // a group with a difference is rechecked one record at a time to find
 // the first bad one.
 func checkRun(run []byte, tk []uint32, h, pos uint64) (uint64, int) {
+	w := uint64(canaryPosMul) // a variable: 2*w and up wrap
+	p := pos * w
+	if rec := recordWords(run); rec != nil {
+		rec = rec[:len(tk)]
+		for j, t := range tk {
+			d := rec[j]
+			if d-h != canaryMixP(t, p) {
+				return h, j
+			}
+			h, p = d, p+w
+		}
+		return h, len(tk)
+	}
 	le := binary.LittleEndian
+	run = run[:len(tk)*CanaryBytes]
 	j := 0
 	for ; j+4 <= len(tk); j += 4 {
 		r := (*[4 * CanaryBytes]byte)(run[j*CanaryBytes:])
 		t := (*[4]uint32)(tk[j:])
 		d0, d1, d2, d3 := le.Uint64(r[0:]), le.Uint64(r[8:]), le.Uint64(r[16:]), le.Uint64(r[24:])
-		p := pos + uint64(j)
-		diff := (d0 - h - canaryMix(t[0], p)) | (d1 - d0 - canaryMix(t[1], p+1)) |
-			(d2 - d1 - canaryMix(t[2], p+2)) | (d3 - d2 - canaryMix(t[3], p+3))
+		diff := (d0 - h - canaryMixP(t[0], p)) | (d1 - d0 - canaryMixP(t[1], p+w)) |
+			(d2 - d1 - canaryMixP(t[2], p+2*w)) | (d3 - d2 - canaryMixP(t[3], p+3*w))
 		if diff != 0 {
 			break
 		}
-		h = d3
+		h, p = d3, p+4*w
 	}
 	for ; j < len(tk); j++ {
 		d := le.Uint64(run[j*CanaryBytes:])
-		if d-h != canaryMix(tk[j], pos+uint64(j)) {
+		if d-h != canaryMixP(tk[j], p) {
 			return h, j
 		}
-		h = d
+		h, p = d, p+w
 	}
 	return h, len(tk)
+}
+
+// littleEndian: records are little-endian words, so on such a machine
+// their bytes are the words' own.
+var littleEndian = wordview.LittleEndian()
+
+// recordWords views run, records back to back, as its words, or returns
+// nil where that view is not the records' encoding (a big-endian
+// machine) or not a valid one (run not 8-byte aligned; this package's
+// pools are). The checks and writes of a run then cost a load or a store
+// a record, not a slice, a bounds check and a byte order each: the
+// canary's loops are as much instructions as memory (RATIONALE.md).
+func recordWords(run []byte) []uint64 {
+	if !littleEndian || len(run) < CanaryBytes || uintptr(unsafe.Pointer(unsafe.SliceData(run)))%8 != 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(run))), len(run)/CanaryBytes)
 }
 
 // writeRun writes the records of tokens tk at positions pos, pos+1, ...
@@ -395,12 +434,40 @@ func writeRun(run []byte, slots []int32, tk []uint32, h, pos uint64) (uint64, in
 	return writeRecords(run, tk[:n], h, pos), n
 }
 
-// writeRecords is writeRun's loop over one run (len(tk) records).
+// writeRecords is writeRun's loop over one run (len(tk) records): a
+// record a word through recordWords, else four records a bounds check.
 func writeRecords(run []byte, tk []uint32, h, pos uint64) uint64 {
+	w := uint64(canaryPosMul) // a variable: 2*w and up wrap
+	p := pos * w
+	if rec := recordWords(run); rec != nil {
+		rec = rec[:len(tk)]
+		for j, t := range tk {
+			h += canaryMixP(t, p)
+			rec[j] = h
+			p += w
+		}
+		return h
+	}
 	le := binary.LittleEndian
-	for j, t := range tk {
-		h += canaryMix(t, pos+uint64(j))
+	run = run[:len(tk)*CanaryBytes]
+	j := 0
+	for ; j+4 <= len(tk); j += 4 {
+		r := (*[4 * CanaryBytes]byte)(run[j*CanaryBytes:])
+		t := (*[4]uint32)(tk[j:])
+		h0 := h + canaryMixP(t[0], p)
+		h1 := h0 + canaryMixP(t[1], p+w)
+		h2 := h1 + canaryMixP(t[2], p+2*w)
+		h = h2 + canaryMixP(t[3], p+3*w)
+		le.PutUint64(r[0:], h0)
+		le.PutUint64(r[8:], h1)
+		le.PutUint64(r[16:], h2)
+		le.PutUint64(r[24:], h)
+		p += 4 * w
+	}
+	for ; j < len(tk); j++ {
+		h += canaryMixP(tk[j], p)
 		le.PutUint64(run[j*CanaryBytes:], h)
+		p += w
 	}
 	return h
 }
