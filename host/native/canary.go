@@ -19,15 +19,17 @@ import (
 // chain seeded by the namespace that adds one term a token:
 //
 //	d_-1 = seed(ns)
-//	d_i  = d_{i-1} + mix(tokens[i], i)
+//	d_i  = d_{i-1} + mix(tokens[i] ^ i*0x9e3779b97f4a7c15)
 //
-// where mix is a bijective 64-bit mixer of tokens[i] | i<<32. For a given
-// previous digest and position, distinct tokens give distinct digests,
-// so the first position where a slot's prefix differs from the
-// request's is always caught; a slot of another prefix, another tenant,
-// another position (the position is mixed into every term) or a
-// recycled, zeroed slot holds the expected digest only by a 2^-64
-// accident. See RATIONALE.md, "What the canary costs".
+// where mix is a bijective 64-bit mixer (canaryMix). For a given previous
+// digest and position, distinct tokens give distinct digests, so the
+// first position where a slot's prefix differs from the request's is
+// always caught, and so is every later position of a prefix that differs
+// at one position only; a slot of another prefix, another tenant, another
+// position (the position is mixed into every term) or a recycled, zeroed
+// slot holds the expected digest only by a 2^-64 accident. The terms do
+// not depend on the chain, so writing and checking a run's records
+// overlap their multiplies. See RATIONALE.md, "What the canary costs".
 const CanaryBytes = 8
 
 // canarySeed derives the chain seed from every namespace field
