@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/internal/wordview"
 )
 
 // CanaryBytes is the size of the canary record the controller writes at
@@ -13,16 +15,22 @@ import (
 // many bytes per slot.
 //
 // The record for the token at position i of a request in namespace ns is
+// the digest d_i of (ns, tokens[0..i]) as a little-endian uint64, from a
+// chain seeded by the namespace that adds one term a token:
 //
-//	bytes 0..7   digest of (ns, tokens[0..i]) as a little-endian uint64
-//	bytes 8..15  i as a little-endian uint64
+//	d_-1 = seed(ns)
+//	d_i  = d_{i-1} + mix(tokens[i] ^ i*0x9e3779b97f4a7c15)
 //
-// where the digest is a 64-bit hash chain seeded by the namespace and
-// stepped once per token. Two slots hold equal records only when they were
-// computed for the same position of the same token prefix in the same
-// namespace, so a match that hands back a slot of another prefix, another
-// tenant or a recycled slot is caught.
-const CanaryBytes = 16
+// where mix is a bijective 64-bit mixer (canaryMix). For a given previous
+// digest and position, distinct tokens give distinct digests, so the
+// first position where a slot's prefix differs from the request's is
+// always caught, and so is every later position of a prefix that differs
+// at one position only; a slot of another prefix, another tenant, another
+// position (the position is mixed into every term) or a recycled, zeroed
+// slot holds the expected digest only by a 2^-64 accident. The terms do
+// not depend on the chain, so writing and checking a run's records
+// overlap their multiplies. See RATIONALE.md, "What the canary costs".
+const CanaryBytes = 8
 
 // canarySeed derives the chain seed from every namespace field
 // (length-prefixed, so field boundaries cannot be shifted).
@@ -42,49 +50,74 @@ func canarySeed(ns core.Namespace) uint64 {
 	return h
 }
 
-// canaryMul is the odd multiplier of canaryStep.
-const canaryMul = 0x9e3779b97f4a7c15
+// canaryMix maps (token, position) to the term canaryStep adds to the
+// chain: a bijective 64-bit mixer (odd multiplies and xor-shifts) of the
+// token xor a position word, so for one position distinct tokens give
+// distinct terms, and a token's term depends on where it stands. Nothing
+// in it depends on the chain, so the mixes of a run of tokens overlap.
+func canaryMix(tok uint32, pos uint64) uint64 { return canaryMixP(tok, pos*canaryPosMul) }
 
-// canaryStep folds one token into the chain: an xor, an odd multiply and
-// an xor-shift, each a bijection, so for a given chain value distinct
-// tokens always step to distinct values. The chain is serial (one step
-// per token), so the step is kept short: it is the canary's main cost.
-func canaryStep(h uint64, tok uint32) uint64 {
-	h = (h ^ uint64(tok)) * canaryMul
-	return h ^ h>>29
+// canaryPosMul spreads positions over 64 bits: the position word of
+// position i is i*canaryPosMul (a Weyl sequence, so a run's words follow
+// from one another by an add).
+const canaryPosMul = 0x9e3779b97f4a7c15
+
+// canaryMixP is canaryMix given the position word p.
+func canaryMixP(tok uint32, p uint64) uint64 {
+	const k1, k2 = 0xbf58476d1ce4e5b9, 0x94d049bb133111eb
+	x := (uint64(tok) ^ p) * k1
+	x = (x ^ x>>29) * k2
+	return x ^ x>>32
 }
 
-// putCanary encodes the record for position pos with chain digest h.
-func putCanary(dst *[CanaryBytes]byte, h uint64, pos int) {
-	binary.LittleEndian.PutUint64(dst[0:8], h)
-	binary.LittleEndian.PutUint64(dst[8:16], uint64(pos))
+// canaryStep folds the token at position pos into the chain: digest_i =
+// digest_{i-1} + canaryMix(tokens[i], i). For a given chain value and
+// position, distinct tokens step to distinct values (an add of a
+// bijection of the token); the only carried dependency is the add, so
+// the chain no longer waits on a multiply a token.
+func canaryStep(h uint64, tok uint32, pos uint64) uint64 { return h + canaryMix(tok, pos) }
+
+// canaryChain folds tokens at positions pos, pos+1, ... into h.
+func canaryChain(h uint64, tokens []uint32, pos uint64) uint64 {
+	p := pos * canaryPosMul
+	for _, t := range tokens {
+		h += canaryMixP(t, p)
+		p += canaryPosMul
+	}
+	return h
+}
+
+// putCanary encodes the record with chain digest h.
+func putCanary(dst *[CanaryBytes]byte, h uint64) {
+	binary.LittleEndian.PutUint64(dst[:], h)
 }
 
 // The record of a Mamba state after the first n atoms of a request is
-// the digest of (ns, tokens[0..n-1]) with n and stateTag in the position
-// word, so it never equals a KV slot's record. A state advances from what
+// the digest of (ns, tokens[0..n-1]) with stateTag flipped, so it never
+// equals the KV record of the same prefix. A state advances from what
 // its slot holds: one forked from the wrong slot stays wrong, and Verify
-// or a later match that forks it reports the mismatch.
+// or a later match that forks it reports the mismatch. (n is in the
+// digest already: every term mixes its position.)
 const stateTag = 1 << 63
 
-func putState(dst *[CanaryBytes]byte, h uint64, n int) {
-	binary.LittleEndian.PutUint64(dst[0:8], h)
-	binary.LittleEndian.PutUint64(dst[8:16], uint64(n)|stateTag)
+func putState(dst *[CanaryBytes]byte, h uint64) {
+	binary.LittleEndian.PutUint64(dst[:], h^stateTag)
 }
 
-// putState writes the record of the state after n atoms into slot.
-func (c *Controller) putState(slot int32, h uint64, n int) error {
+// putState writes the record of the state after n atoms, chain value h,
+// into slot (n is in h already; callers name it for the reader).
+func (c *Controller) putState(slot int32, h uint64, _ int) error {
 	var rec [CanaryBytes]byte
-	putState(&rec, h, n)
+	putState(&rec, h)
 	c.stats.BytesWritten += CanaryBytes
 	return c.hy.mamba.Write(slot, rec[:])
 }
 
 // stateIs reports whether slot holds the record of the state after n
-// atoms with chain value h.
-func (c *Controller) stateIs(slot int32, h uint64, n int) (bool, error) {
+// atoms with chain value h (n is in h already).
+func (c *Controller) stateIs(slot int32, h uint64, _ int) (bool, error) {
 	var want, got [CanaryBytes]byte
-	putState(&want, h, n)
+	putState(&want, h)
 	if err := c.hy.mamba.Read(slot, got[:]); err != nil {
 		return false, err
 	}
@@ -125,10 +158,7 @@ func (c *Controller) stateAt(r *Request, n int) (uint64, error) {
 	case r.ckLen:
 		h = r.ckHash
 	default:
-		h = canarySeed(r.ns)
-		for _, t := range r.tokens[:n] {
-			h = canaryStep(h, t)
-		}
+		h = canaryChain(canarySeed(r.ns), r.tokens[:n], 0)
 	}
 	if !ok {
 		h = ^h
@@ -163,15 +193,14 @@ func (c *Controller) writeComputed(r *Request, start int) error {
 		} else {
 			for ; start < len(slots) && slots[start] >= 0 && int(slots[start]) < len(mem.mem)/mem.sz; start++ {
 				rec := mem.slot(slots[start])
-				h = canaryStep(h, toks[start])
-				binary.LittleEndian.PutUint64(rec[0:8], h)
-				binary.LittleEndian.PutUint64(rec[8:16], uint64(start))
+				h = canaryStep(h, toks[start], uint64(start))
+				binary.LittleEndian.PutUint64(rec, h)
 			}
 		}
 	}
 	for i := start; i < len(r.slots); i++ {
-		h = canaryStep(h, r.tokens[i])
-		putCanary(&c.want, h, i)
+		h = canaryStep(h, r.tokens[i], uint64(i))
+		putCanary(&c.want, h)
 		if err := c.kv.Write(r.slots[i], c.want[:]); err != nil {
 			return err
 		}
@@ -251,9 +280,9 @@ func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, s
 				if slots[k] < 0 || heldPrefix(mem.used, slots[k], 1) == 0 {
 					break // verifyFrom reports the slot nobody holds
 				}
-				g := canaryStep(h, tokens[k])
+				g := canaryStep(h, tokens[k], uint64(k))
 				rec := mem.slot(slots[k])
-				if binary.LittleEndian.Uint64(rec[0:8]) != g || binary.LittleEndian.Uint64(rec[8:16]) != uint64(k) {
+				if binary.LittleEndian.Uint64(rec) != g {
 					break
 				}
 				h = g
@@ -279,7 +308,7 @@ func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, s
 // Each record is checked against the step from the record before it (the
 // chain value h for the first): the step of slot k needs only the digest
 // stored in slot k-1, not the result of checking it, so the checks of a
-// run overlap instead of waiting on one another's multiply. That is the
+// run overlap instead of waiting on one another. That is the
 // slot-by-slot rule all the same: by induction, while every record so far
 // matched, the stored digest is the chain's.
 func verifyRuns(mem []byte, used []uint64, h uint64, tokens []uint32, slots []int32) (uint64, int) {
@@ -340,31 +369,58 @@ func heldPrefix(used []uint64, s int32, n int) int {
 // a group with a difference is rechecked one record at a time to find
 // the first bad one.
 func checkRun(run []byte, tk []uint32, h, pos uint64) (uint64, int) {
+	w := uint64(canaryPosMul) // a variable: 2*w and up wrap
+	p := pos * w
+	if rec := recordWords(run); rec != nil {
+		rec = rec[:len(tk)]
+		for j, t := range tk {
+			d := rec[j]
+			if d-h != canaryMixP(t, p) {
+				return h, j
+			}
+			h, p = d, p+w
+		}
+		return h, len(tk)
+	}
 	le := binary.LittleEndian
+	run = run[:len(tk)*CanaryBytes]
 	j := 0
 	for ; j+4 <= len(tk); j += 4 {
 		r := (*[4 * CanaryBytes]byte)(run[j*CanaryBytes:])
 		t := (*[4]uint32)(tk[j:])
-		d0, d1, d2, d3 := le.Uint64(r[0:]), le.Uint64(r[16:]), le.Uint64(r[32:]), le.Uint64(r[48:])
-		p := pos + uint64(j)
-		diff := (d0 ^ canaryStep(h, t[0])) | (d1 ^ canaryStep(d0, t[1])) |
-			(d2 ^ canaryStep(d1, t[2])) | (d3 ^ canaryStep(d2, t[3])) |
-			(le.Uint64(r[8:]) ^ p) | (le.Uint64(r[24:]) ^ (p + 1)) |
-			(le.Uint64(r[40:]) ^ (p + 2)) | (le.Uint64(r[56:]) ^ (p + 3))
+		d0, d1, d2, d3 := le.Uint64(r[0:]), le.Uint64(r[8:]), le.Uint64(r[16:]), le.Uint64(r[24:])
+		diff := (d0 - h - canaryMixP(t[0], p)) | (d1 - d0 - canaryMixP(t[1], p+w)) |
+			(d2 - d1 - canaryMixP(t[2], p+2*w)) | (d3 - d2 - canaryMixP(t[3], p+3*w))
 		if diff != 0 {
 			break
 		}
-		h = d3
+		h, p = d3, p+4*w
 	}
 	for ; j < len(tk); j++ {
-		rec := (*[CanaryBytes]byte)(run[j*CanaryBytes:])
-		d := le.Uint64(rec[:8])
-		if d != canaryStep(h, tk[j]) || le.Uint64(rec[8:]) != pos+uint64(j) {
+		d := le.Uint64(run[j*CanaryBytes:])
+		if d-h != canaryMixP(tk[j], p) {
 			return h, j
 		}
-		h = d
+		h, p = d, p+w
 	}
 	return h, len(tk)
+}
+
+// littleEndian: records are little-endian words, so on such a machine
+// their bytes are the words' own.
+var littleEndian = wordview.LittleEndian()
+
+// recordWords views run, records back to back, as its words, or returns
+// nil where that view is not the records' encoding (a big-endian
+// machine) or not a valid one (run not 8-byte aligned; this package's
+// pools are). The checks and writes of a run then cost a load or a store
+// a record, not a slice, a bounds check and a byte order each: the
+// canary's loops are as much instructions as memory (RATIONALE.md).
+func recordWords(run []byte) []uint64 {
+	if !littleEndian || len(run) < CanaryBytes || uintptr(unsafe.Pointer(unsafe.SliceData(run)))%8 != 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(run))), len(run)/CanaryBytes)
 }
 
 // writeRun writes the records of tokens tk at positions pos, pos+1, ...
@@ -372,12 +428,6 @@ func checkRun(run []byte, tk []uint32, h, pos uint64) (uint64, int) {
 // slots[0]+j), stepping the chain from h; it returns the chain value after
 // the last record written and how many it wrote (at least one). run holds
 // a record for each of slots, tk a token for each.
-//
-// The loop carries the chain before its final xor-shift (m, with h = m ^
-// m>>29): the next step (h ^ t) * K is then ((m ^ t) ^ m>>29) * K, whose
-// shift and first xor run side by side, so a token waits on a shift, an
-// xor and the multiply rather than on all four in a row
-// (BenchmarkCanaryRecords). The values are canaryStep's exactly.
 func writeRun(run []byte, slots []int32, tk []uint32, h, pos uint64) (uint64, int) {
 	n, s0 := 1, slots[0]
 	for n < len(slots) && slots[n] == s0+int32(n) {
@@ -386,21 +436,40 @@ func writeRun(run []byte, slots []int32, tk []uint32, h, pos uint64) (uint64, in
 	return writeRecords(run, tk[:n], h, pos), n
 }
 
-// writeRecords is writeRun's loop over one run (len(tk) records), kept
-// apart so that the chain stays in registers: a spilled chain value
-// doubles the time a record takes.
+// writeRecords is writeRun's loop over one run (len(tk) records): a
+// record a word through recordWords, else four records a bounds check.
 func writeRecords(run []byte, tk []uint32, h, pos uint64) uint64 {
-	le := binary.LittleEndian
-	m := (h ^ uint64(tk[0])) * canaryMul
-	for j := range tk {
-		sh := m >> 29
-		h = m ^ sh
-		rec := (*[CanaryBytes]byte)(run[j*CanaryBytes:])
-		le.PutUint64(rec[:8], h)
-		le.PutUint64(rec[8:], pos+uint64(j))
-		if j+1 < len(tk) {
-			m = ((m ^ uint64(tk[j+1])) ^ sh) * canaryMul
+	w := uint64(canaryPosMul) // a variable: 2*w and up wrap
+	p := pos * w
+	if rec := recordWords(run); rec != nil {
+		rec = rec[:len(tk)]
+		for j, t := range tk {
+			h += canaryMixP(t, p)
+			rec[j] = h
+			p += w
 		}
+		return h
+	}
+	le := binary.LittleEndian
+	run = run[:len(tk)*CanaryBytes]
+	j := 0
+	for ; j+4 <= len(tk); j += 4 {
+		r := (*[4 * CanaryBytes]byte)(run[j*CanaryBytes:])
+		t := (*[4]uint32)(tk[j:])
+		h0 := h + canaryMixP(t[0], p)
+		h1 := h0 + canaryMixP(t[1], p+w)
+		h2 := h1 + canaryMixP(t[2], p+2*w)
+		h = h2 + canaryMixP(t[3], p+3*w)
+		le.PutUint64(r[0:], h0)
+		le.PutUint64(r[8:], h1)
+		le.PutUint64(r[16:], h2)
+		le.PutUint64(r[24:], h)
+		p += 4 * w
+	}
+	for ; j < len(tk); j++ {
+		h += canaryMixP(tk[j], p)
+		le.PutUint64(run[j*CanaryBytes:], h)
+		p += w
 	}
 	return h
 }
@@ -411,8 +480,8 @@ func (c *Controller) verifyFrom(ns core.Namespace, h uint64, tokens []uint32, sl
 	bad, checked := 0, len(slots)-k
 	for i := k; i < len(slots); i++ {
 		s := slots[i]
-		h = canaryStep(h, tokens[i])
-		putCanary(&c.want, h, i)
+		h = canaryStep(h, tokens[i], uint64(i))
+		putCanary(&c.want, h)
 		if err := c.kv.Read(s, c.got[:]); err != nil {
 			if notHeld(err) {
 				// A freed or foreign slot handed back: the data is gone.

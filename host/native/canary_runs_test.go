@@ -1,7 +1,9 @@
 package native
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -30,11 +32,10 @@ func TestVerifyRuns(t *testing.T) {
 		h0 := rng.Uint64()
 		h := h0
 		for i, s := range slots {
-			h = canaryStep(h, tokens[i])
+			h = canaryStep(h, tokens[i], uint64(i))
 			if int(s) < nslots {
 				off := int(s) * CanaryBytes
 				binary.LittleEndian.PutUint64(mem[off:], h)
-				binary.LittleEndian.PutUint64(mem[off+8:], uint64(i))
 			}
 		}
 		for c := rng.IntN(3); c > 0 && n > 0; c-- {
@@ -56,9 +57,9 @@ func TestVerifyRuns(t *testing.T) {
 			if int(s) >= nslots || used[s>>6]&(1<<(s&63)) == 0 {
 				break
 			}
-			g := canaryStep(wantH, tokens[wantK])
+			g := canaryStep(wantH, tokens[wantK], uint64(wantK))
 			rec := m.slot(s)
-			if binary.LittleEndian.Uint64(rec[0:8]) != g || binary.LittleEndian.Uint64(rec[8:16]) != uint64(wantK) {
+			if binary.LittleEndian.Uint64(rec) != g {
 				break
 			}
 			wantH = g
@@ -66,6 +67,11 @@ func TestVerifyRuns(t *testing.T) {
 		gotH, gotK := verifyRuns(mem, used, h0, tokens, slots)
 		if gotH != wantH || gotK != wantK {
 			t.Fatalf("trial %d: slots %v: verifyRuns = (%x, %d), want (%x, %d)", trial, slots, gotH, gotK, wantH, wantK)
+		}
+		// The same from a misaligned copy: the portable loop, not the word view.
+		odd := append(make([]byte, 1, len(mem)+1), mem...)[1:]
+		if h, k := verifyRuns(odd, used, h0, tokens, slots); h != wantH || k != wantK {
+			t.Fatalf("trial %d: slots %v: misaligned verifyRuns = (%x, %d), want (%x, %d)", trial, slots, h, k, wantH, wantK)
 		}
 	}
 }
@@ -104,12 +110,9 @@ func TestWriteRun(t *testing.T) {
 		}
 		h := h0
 		for i, tok := range tokens {
-			h = canaryStep(h, tok)
+			h = canaryStep(h, tok, pos+uint64(i))
 			if d := binary.LittleEndian.Uint64(run[i*CanaryBytes:]); d != h {
 				t.Fatalf("trial %d: record %d digest %x, want %x", trial, i, d, h)
-			}
-			if p := binary.LittleEndian.Uint64(run[i*CanaryBytes+8:]); p != pos+uint64(i) {
-				t.Fatalf("trial %d: record %d position %d, want %d", trial, i, p, pos+uint64(i))
 			}
 		}
 		if got != h {
@@ -118,39 +121,69 @@ func TestWriteRun(t *testing.T) {
 		if _, k := checkRun(run, tokens, h0, pos); k != n {
 			t.Fatalf("trial %d: checkRun confirms %d of %d records", trial, k, n)
 		}
+		// A misaligned run takes the portable loops: the same bytes.
+		odd := make([]byte, n*CanaryBytes+1)[1:]
+		if n > 0 {
+			if g, _ := writeRun(odd, slots, tokens, h0, pos); g != got {
+				t.Fatalf("trial %d: misaligned chain %x, want %x", trial, g, got)
+			}
+		}
+		if !bytes.Equal(odd, run) {
+			t.Fatalf("trial %d: misaligned records differ", trial)
+		}
+		if _, k := checkRun(odd, tokens, h0, pos); k != n {
+			t.Fatalf("trial %d: misaligned checkRun confirms %d of %d records", trial, k, n)
+		}
+		if n > 0 {
+			odd[rng.IntN(len(odd))] ^= 4
+			if _, k := checkRun(odd, tokens, h0, pos); k == n {
+				t.Fatalf("trial %d: misaligned checkRun misses a flipped bit", trial)
+			}
+		}
 	}
 }
 
-// BenchmarkCanaryRecords writes and checks the records of 4096 slots, a
-// page of 16 at a time (as Prefill and a match's verification do), in a
-// pool that fits the cache: the per-record cost of the canary's loops.
+// BenchmarkCanaryRecords writes and checks the records of a list of
+// slots, whole pages of 16 in a shuffled order (as Prefill and a match's
+// verification see them), through writeRun and verifyRuns: in a pool of
+// 4096 slots that fits the cache (the loops' own cost), and in one of 3M
+// slots, 24 MB of records, swept whole each time (with the memory's).
 func BenchmarkCanaryRecords(b *testing.B) {
-	const n = 4096
-	mem := make([]byte, n*CanaryBytes)
-	used := make([]uint64, n/64)
-	for i := range used {
-		used[i] = ^uint64(0)
-	}
-	tokens := make([]uint32, n)
-	slots := make([]int32, n)
-	for i := range tokens {
-		tokens[i], slots[i] = uint32(i*7), int32(i)
-	}
-	b.Run("write", func(b *testing.B) {
-		for b.Loop() {
-			h := uint64(1)
-			for p := 0; p < n; p += 16 {
-				h, _ = writeRun(mem[p*CanaryBytes:], slots[p:p+16], tokens[p:], h, uint64(p))
+	for _, n := range []int{4096, 3_000_000} {
+		mem := make([]byte, n*CanaryBytes)
+		used := make([]uint64, (n+63)/64)
+		for i := range used {
+			used[i] = ^uint64(0)
+		}
+		tokens := make([]uint32, n)
+		slots := make([]int32, n)
+		for i, pg := range rand.New(rand.NewPCG(15, 16)).Perm(n / 16) {
+			for j := range 16 {
+				slots[i*16+j] = int32(pg*16 + j)
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
-	})
-	b.Run("verify", func(b *testing.B) {
-		for b.Loop() {
-			if _, k := verifyRuns(mem, used, 1, tokens, slots); k != n {
-				b.Fatal(k)
-			}
+		for i := range tokens {
+			tokens[i] = uint32(i * 7)
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
-	})
+		name := fmt.Sprintf("%dk", n/1000)
+		b.Run(name+"/write", func(b *testing.B) {
+			for b.Loop() {
+				h := uint64(1)
+				for p := 0; p < n; {
+					var k int
+					h, k = writeRun(mem[int(slots[p])*CanaryBytes:], slots[p:], tokens[p:], h, uint64(p))
+					p += k
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+		})
+		b.Run(name+"/verify", func(b *testing.B) {
+			for b.Loop() {
+				if _, k := verifyRuns(mem, used, 1, tokens, slots); k != n {
+					b.Fatal(k)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+		})
+	}
 }

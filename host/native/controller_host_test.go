@@ -1,7 +1,6 @@
 package native
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
@@ -113,19 +112,18 @@ func hostIdle(t *testing.T, c *Controller, p tierPools) {
 	}
 }
 
-// recordPos decodes the position word of a canary record.
-func recordPos(rec []byte) uint64 { return binary.LittleEndian.Uint64(rec[8:16]) }
-
 // findRecord returns the allocated slot of pool whose record is the
-// KV record of position pos (the first one found), or -1.
-func findRecord(t *testing.T, pool *MemPool, pos int) int32 {
+// KV record of position pos of tokens in the default namespace (the
+// first one found), or -1.
+func findRecord(t *testing.T, pool *MemPool, tokens []uint32, pos int) int32 {
 	t.Helper()
-	var rec [CanaryBytes]byte
+	var want, rec [CanaryBytes]byte
+	putCanary(&want, canaryChain(canarySeed(core.Namespace{}), tokens[:pos+1], 0))
 	for s := range int32(pool.Capacity()) {
 		if pool.Read(s, rec[:]) != nil {
 			continue // free
 		}
-		if rec != [CanaryBytes]byte{} && recordPos(rec[:]) == uint64(pos) {
+		if rec == want {
 			return s
 		}
 	}
@@ -237,7 +235,7 @@ func TestControllerHost_CanaryCatchesHostCorruption(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, newEngine engineCtor) {
 		t.Run("full bytes", func(t *testing.T) {
 			c, p := setup(t, newEngine)
-			s := findRecord(t, p.host[core.Full], 5)
+			s := findRecord(t, p.host[core.Full], x, 5)
 			require.GreaterOrEqual(t, s, int32(0))
 			require.NoError(t, p.host[core.Full].Write(s, []byte("garbage")))
 			require.NoError(t, c.Audit(), "the slot still holds a (wrong) record")
@@ -250,7 +248,7 @@ func TestControllerHost_CanaryCatchesHostCorruption(t *testing.T) {
 		t.Run("swapped full slots", func(t *testing.T) {
 			c, p := setup(t, newEngine)
 			h := p.host[core.Full]
-			s1, s2 := findRecord(t, h, 3), findRecord(t, h, 9)
+			s1, s2 := findRecord(t, h, x, 3), findRecord(t, h, x, 9)
 			var r1, r2 [CanaryBytes]byte
 			require.NoError(t, h.Read(s1, r1[:]))
 			require.NoError(t, h.Read(s2, r2[:]))
@@ -262,7 +260,7 @@ func TestControllerHost_CanaryCatchesHostCorruption(t *testing.T) {
 		})
 		t.Run("swa bytes", func(t *testing.T) {
 			c, p := setup(t, newEngine)
-			s := findRecord(t, p.host[core.SWA], 14) // inside the last window
+			s := findRecord(t, p.host[core.SWA], x, 14) // inside the last window
 			require.GreaterOrEqual(t, s, int32(0))
 			require.NoError(t, p.host[core.SWA].Write(s, []byte("garbage")))
 			_, err := c.Arrive(core.Namespace{}, x)
@@ -273,12 +271,9 @@ func TestControllerHost_CanaryCatchesHostCorruption(t *testing.T) {
 		t.Run("mamba state", func(t *testing.T) {
 			c, p := setup(t, newEngine)
 			h := p.host[core.Mamba]
-			hash := canarySeed(core.Namespace{})
-			for _, tok := range x {
-				hash = canaryStep(hash, tok)
-			}
+			hash := canaryChain(canarySeed(core.Namespace{}), x, 0)
 			var want, rec [CanaryBytes]byte
-			putState(&want, hash, 16)
+			putState(&want, hash)
 			corrupted := 0
 			for s := range int32(h.Capacity()) {
 				if h.Read(s, rec[:]) == nil && rec == want {
@@ -293,7 +288,7 @@ func TestControllerHost_CanaryCatchesHostCorruption(t *testing.T) {
 		})
 		t.Run("lost record", func(t *testing.T) {
 			c, p := setup(t, newEngine)
-			s := findRecord(t, p.host[core.Full], 7)
+			s := findRecord(t, p.host[core.Full], x, 7)
 			require.NoError(t, p.host[core.Full].Write(s, make([]byte, CanaryBytes)))
 			err := c.Audit()
 			require.ErrorIs(t, err, ErrCanaryMismatch)
@@ -518,7 +513,7 @@ func TestControllerHost_Config(t *testing.T) {
 	_, err = NewController(eng, set, canaryOn)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 
-	small, err := NewMemPool(8, 8)
+	small, err := NewMemPool(8, CanaryBytes-1)
 	require.NoError(t, err)
 	require.NoError(t, set.Set(core.Full, Host, small))
 	_, err = NewController(eng, set, canaryOn)

@@ -386,7 +386,7 @@ func TestController_Bigram(t *testing.T) {
 func TestController_Errors(t *testing.T) {
 	eng, err := NewDirectEngine(core.Config{PageSize: 4})
 	require.NoError(t, err)
-	small, err := NewMemPool(4, 8)
+	small, err := NewMemPool(4, CanaryBytes-1)
 	require.NoError(t, err)
 	_, err = NewController(nil, NewPoolSet(small), ControllerConfig{})
 	require.ErrorIs(t, err, ErrInvalidArgument)

@@ -327,9 +327,7 @@ func (c *Controller) arriveMatched(r *Request, m core.MatchResult, hostHit int, 
 				}
 			}
 		} else {
-			for _, t := range r.tokens[:len(r.slots)] {
-				r.hash = canaryStep(r.hash, t)
-			}
+			r.hash = canaryChain(r.hash, r.tokens[:len(r.slots)], 0)
 		}
 	}
 	var rc core.Receipt
