@@ -51,7 +51,7 @@ func (t *Tree) EvictHost(c Component, want int, dst []Action) ([]Action, int, er
 		var e heapEntry
 		e, heap = heapPop(heap)
 		n := &t.nodes[e.idx]
-		if !n.live || n.gen != e.gen || n.hpos < 0 {
+		if !n.live || n.gen != e.gen() || n.hpos < 0 {
 			continue
 		}
 		parent := n.parent

@@ -22,6 +22,7 @@ import (
 
 	"github.com/radixkv/radixkv/abi"
 	"github.com/radixkv/radixkv/abi/dispatch"
+	"github.com/radixkv/radixkv/core"
 	"github.com/radixkv/radixkv/internal/wordview"
 )
 
@@ -62,6 +63,11 @@ const yieldEvery = 32
 // largest share of a call's time in a trace replay (RATIONALE.md, "Where
 // the wasm engine's time went").
 func init() { abi.SetWordCopier(wordview.Copier{}) }
+
+// For the same reason core's two hot word loops (the key compare of
+// match and insert, and insert's check for a negative slot) read 64-bit
+// words through views of the slices' memory, which core may not take.
+func init() { core.SetWordKernels(wordview.Kernels{}) }
 
 //go:wasmexport radixkv_abi_version
 func abiVersion() uint32 { return uint32(abi.Version) }

