@@ -13,9 +13,16 @@ import (
 // the next long sequence and every such insert allocated. Here a split
 // keeps both halves where they were (adjacent ranges of one slab), and a
 // freed range merges with the free ranges on either side, so the pieces
-// become one range again once all of them are freed. Slabs are allocated
-// when nothing free fits and kept; a request larger than a slab gets a
-// buffer of its own, which the garbage collector takes back.
+// become one range again once all of them are freed:
+//
+//	insert:  [ leaf ....................... ][ free ][ other ]
+//	split:   [ prefix ][ leaf ............. ][ free ][ other ]
+//	evict:   [ prefix ][ free ................... ][ other ]
+//	evict:   [ free ............................. ][ other ]
+//
+// Slabs are allocated when nothing free fits and kept; a request larger
+// than a slab gets a buffer of its own, which the garbage collector takes
+// back.
 //
 // A range belongs to one holder until it is freed: the allocator never
 // hands out an element of a live range, and the holder keeps its slice
