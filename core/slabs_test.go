@@ -265,3 +265,51 @@ func TestFitClass_Monotone(t *testing.T) {
 		t.Fatalf("fitClass(2^31-1) = %d, want %d", c, fitClasses-1)
 	}
 }
+
+// TestTree_SlabStorageMixed runs a tree whose slabs are tiny, so that
+// long keys get buffers of their own while short ones share slabs: splits,
+// evictions and resets across both kinds keep the storage consistent.
+func TestTree_SlabStorageMixed(t *testing.T) {
+	tr, err := New(Config{PageSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []*slabAlloc[int32]{&tr.vals, &tr.kids} {
+		a.minSlab, a.maxSlab = 16, 64
+	}
+	tr.keys.minSlab, tr.keys.maxSlab = 16, 64
+	rng := rand.New(rand.NewSource(7))
+	slots := make([]int32, 256)
+	shared := 0
+	for step := range 3000 {
+		// Keys share a prefix of random length, so inserts split nodes
+		// at random points.
+		n := 4 * (1 + rng.Intn(48))
+		cut := 4 * rng.Intn(n/4+1)
+		key := make([]uint32, n)
+		for k := range key {
+			key[k] = uint32(k)
+			if k >= cut {
+				key[k] += uint32(1000 * (step + 1))
+			}
+		}
+		if _, _, err := tr.Insert(InsertParams{Tokens: key, Slots: slots}); err != nil {
+			t.Fatal(err)
+		}
+		if held := tr.Evictable(Full); held > 600 {
+			if _, _, err := tr.Evict(Full, held-400, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		shared = max(shared, tr.keys.used)
+		if step%500 == 499 {
+			tr.Reset()
+		}
+		if err := tr.SanityCheck(); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+	if tr.keys.own == 0 || shared == 0 {
+		t.Fatalf("%d own buffers, at most %d slab elements in use: both kinds should occur", tr.keys.own, shared)
+	}
+}
