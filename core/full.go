@@ -38,7 +38,12 @@ func (fullComponent) commit(*Tree, *insertState, int32, bool) {}
 func (fullComponent) split(t *Tree, prefix, child int32, at int) {
 	p, c := &t.nodes[prefix], &t.nodes[child]
 	if v := c.dev[Full]; v != nil {
+		// The halves keep their places in the value's storage.
 		p.dev[Full], c.dev[Full] = v[:at:at], v[at:]
+		p.fullAt = c.fullAt
+		if c.fullAt.slab != 0 {
+			c.fullAt.off += int32(at)
+		}
 	}
 	if v := c.host[Full]; v != nil {
 		p.host[Full], c.host[Full] = v[:at:at], v[at:]
@@ -99,10 +104,9 @@ func (fullComponent) evict(t *Tree, i int32, l layer, acts []Action) ([]Action, 
 	if l&layerDevice != 0 && n.dev[Full] != nil {
 		v := n.dev[Full]
 		t.account(i, Full, -len(v))
-		t.setDevice(i, Full, nil)
 		slots := t.scratch(len(v))
 		copy(slots, v)
-		t.vals.put(v)
+		t.freeFull(i)
 		acts = append(acts, Action{Kind: ActionFreeDeviceSlots, Component: Full, Node: t.handle(i), Slots: slots})
 		freed += len(v)
 	}

@@ -424,7 +424,7 @@ func (t *Tree) checkAuxParams(p InsertParams, L int) error {
 // unevict restores an evicted node's Full device value from the insert's
 // fresh slots.
 func (t *Tree) unevict(i int32, fresh []int32, session string) {
-	t.setDevice(i, Full, t.vals.clone(fresh))
+	t.setFull(i, fresh)
 	t.account(i, Full, len(fresh))
 	t.refreshLeaf(i)
 	t.refreshLeaf(t.nodes[i].parent)
@@ -440,8 +440,8 @@ func (t *Tree) insertCommit(s *insertState) {
 		wd := t.cfg.width
 		s.newLeaf = true
 		// The leaf borrows the insert's buffers until the components have
-		// committed (SWA may split it): each piece then gets buffers of
-		// its own, sized to it, so split pieces recycle well.
+		// committed (SWA may split it): each piece then gets storage of
+		// its own.
 		key := s.key[s.cursor*wd : s.L*wd : s.L*wd]
 		val := s.value[s.cursor:s.L:s.L]
 		target = t.alloc(s.ns, key)
@@ -468,9 +468,9 @@ func (t *Tree) insertCommit(s *insertState) {
 	if s.newLeaf {
 		for j := target; j != s.node; j = t.nodes[j].parent {
 			n := &t.nodes[j]
-			n.key = t.keys.clone(n.key)
-			v := t.vals.clone(n.dev[Full])
-			n.dev[Full] = v
+			n.key, n.keyAt = t.keys.clone(n.key)
+			v, at := t.vals.clone(n.dev[Full])
+			n.dev[Full], n.fullAt = v, at
 			if n.dev[SWA] != nil {
 				n.dev[SWA] = v
 			}

@@ -127,9 +127,8 @@ func (t *Tree) CommitLoadBack(anchor NodeID, c LoadBackCommit) ([]Action, error)
 	pin := t.cfg.writeBack
 	for k, e := range p.Full {
 		j, _ := t.resolve(e.Node)
-		v := slices.Clone(c.Full[k])
-		t.setDevice(j, Full, v)
-		t.account(j, Full, len(v))
+		t.setFull(j, c.Full[k])
+		t.account(j, Full, len(c.Full[k]))
 		if pin {
 			t.nodes[j].pin, t.nodes[j].pinGen = i, t.nodes[i].gen
 		}
@@ -253,7 +252,8 @@ func (t *Tree) InsertHost(anchor NodeID, ns Namespace, tokens []uint32, hostSlot
 		res.Dropped = true
 		return res, acts, nil
 	}
-	leaf := t.alloc(nsID, t.keys.clone(q[off*wd:L*wd]))
+	leaf := t.alloc(nsID, nil)
+	t.setKey(leaf, q[off*wd:L*wd])
 	if node != rootIdx {
 		t.nodes[leaf].priority = t.nodes[node].priority
 	}

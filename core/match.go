@@ -215,6 +215,11 @@ func (t *Tree) split(child int32, at int, acts []Action) (int32, []Action, error
 	prefix := t.alloc(c.ns, key[:at*wd:at*wd])
 	c = &t.nodes[child] // alloc may grow the arena
 	p := &t.nodes[prefix]
+	// The halves keep their places in the key's storage.
+	p.keyAt = c.keyAt
+	if c.keyAt.slab != 0 {
+		c.keyAt.off += int32(at * wd)
+	}
 	p.priority, p.hits, p.creation, p.credit, p.crf, p.reused, p.lhdReturns = c.priority, c.hits, c.creation, c.credit, c.crf, c.reused, c.lhdReturns
 	p.wtPending, p.pin, p.pinGen = c.wtPending, c.pin, c.pinGen
 	p.queued = c.queued // Unprotect walks up through the new prefix

@@ -1,9 +1,6 @@
 package core
 
-import (
-	"fmt"
-	"math/bits"
-)
+import "fmt"
 
 // NodeID is a generational handle to a tree node: the arena slot in the low
 // 32 bits (plus one, so 0 is never valid) and the slot's generation in the
@@ -32,6 +29,9 @@ type node struct {
 	// parent's children, so removal is O(1).
 	children []int32
 	pos      int32
+	// where key, dev[Full] and children live in the tree's slabs (zero:
+	// not in one); see slabs.go.
+	keyAt, fullAt, kidsAt slabRef
 	// edge map bookkeeping: the hash of the first page and the next node on
 	// the same (parent, ns, hash) collision chain.
 	edgeHash uint64
@@ -166,13 +166,15 @@ func (t *Tree) release(i int32) {
 			t.lruRemove(i, tr, c)
 		}
 	}
-	t.keys.put(n.key)
-	n.key = nil
+	t.keys.free(n.keyAt, len(n.key))
+	n.key, n.keyAt = nil, slabRef{}
 	n.hash, n.evHash = nil, nil
 	n.dev = [numComponents][]int32{}
 	n.host = [numComponents][]int32{}
-	clear(n.children)
-	n.children = n.children[:0]
+	// The storage goes back: slots that held many children do not keep
+	// it while new parents grow theirs.
+	t.kids.free(n.kidsAt, cap(n.children))
+	n.children, n.kidsAt = nil, slabRef{}
 	t.free = append(t.free, i)
 }
 
@@ -204,6 +206,9 @@ func (t *Tree) link(parent, child int32) {
 	c.parent = parent
 	p := &t.nodes[parent]
 	c.pos = int32(len(p.children))
+	if len(p.children) == cap(p.children) {
+		t.growChildren(p)
+	}
 	p.children = append(p.children, child)
 	c.edgeHash = pageHash(t.firstPage(c.key))
 	k := edgeKey{parent, c.ns, c.edgeHash}
@@ -289,72 +294,35 @@ func (t *Tree) setAuxDevice(i int32, c Component, v []int32) {
 	}
 }
 
-// Key and value buffers of deleted nodes are recycled for new ones: a
-// serving cache evicts and inserts sequences of similar sizes all the time,
-// and copying into resident memory is several times cheaper than into
-// fresh pages. A node's key and value regions are its own (split prefixes
-// are capped with a 3-index slice), so reuse cannot overwrite a live node.
-// Buffers are kept in power-of-two classes by capacity, bounded in total.
-const (
-	poolMaxElems = 1 << 24
-	// poolReach is how many classes above its own a request may take a
-	// buffer from: splits cut buffers into pieces, so the small classes
-	// fill while the large ones empty, and a slightly larger buffer beats
-	// an allocation.
-	poolReach = 2
-)
-
-type bufPool[T uint32 | int32] struct {
-	class [40][][]T
-	elems int
-	top   int // no class above this one holds a buffer
+// growChildren moves node p's children to a range twice as long.
+func (t *Tree) growChildren(p *node) {
+	old, at := p.children, p.kidsAt
+	buf, nat := t.kids.alloc(max(4, 2*cap(old)))
+	p.children, p.kidsAt = append(buf[:0], old...), nat
+	t.kids.free(at, cap(old))
 }
 
-func (p *bufPool[T]) put(b []T) {
-	c := cap(b)
-	if c == 0 || c > poolMaxElems {
-		return
-	}
-	k := bits.Len(uint(c)) - 1 // 2^k <= c
-	// A full pool makes room by dropping its largest buffers rather than
-	// the one given back: the large classes refill only from large
-	// nodes, the small ones from every split.
-	for p.elems+c > poolMaxElems {
-		for p.top > 0 && len(p.class[p.top]) == 0 {
-			p.top--
-		}
-		if p.top <= k {
-			return
-		}
-		l := p.class[p.top]
-		p.elems -= cap(l[len(l)-1])
-		l[len(l)-1] = nil
-		p.class[p.top] = l[:len(l)-1]
-	}
-	p.class[k] = append(p.class[k], b[:0])
-	p.elems += c
-	p.top = max(p.top, k)
+// setKey gives node i a copy of key in key storage of its own.
+func (t *Tree) setKey(i int32, key []uint32) {
+	n := &t.nodes[i]
+	n.key, n.keyAt = t.keys.clone(key)
 }
 
-// clone returns a copy of src in a recycled or fresh buffer.
-func (p *bufPool[T]) clone(src []T) []T {
-	n := len(src)
-	if n == 0 {
-		return append([]T(nil), src...)
-	}
-	k := bits.Len(uint(n - 1)) // 2^k >= n
-	for j := k; j <= k+poolReach && j < len(p.class); j++ {
-		if l := p.class[j]; len(l) > 0 {
-			b := l[len(l)-1]
-			l[len(l)-1] = nil
-			p.class[j] = l[:len(l)-1]
-			p.elems -= cap(b)
-			return append(b, src...)
-		}
-	}
-	// Round the capacity up to the class this size asks for, so the
-	// buffer serves requests of the same size once it is recycled.
-	return append(make([]T, 0, 1<<k), src...)
+// setFull gives node i, which holds no Full device value, a copy of v in
+// value storage of its own.
+func (t *Tree) setFull(i int32, v []int32) {
+	b, at := t.vals.clone(v)
+	t.setDevice(i, Full, b)
+	t.nodes[i].fullAt = at
+}
+
+// freeFull returns node i's Full device value storage (the caller has
+// copied what the host still reads) and clears the value.
+func (t *Tree) freeFull(i int32) {
+	n := &t.nodes[i]
+	t.vals.free(n.fullAt, len(n.dev[Full]))
+	n.fullAt = slabRef{}
+	t.setDevice(i, Full, nil)
 }
 
 // oneSlot returns a one-element slice holding v, carved from a shared

@@ -241,6 +241,7 @@ func (t *Tree) SanityCheckOngoing(o Ongoing) error {
 		}
 	}
 	t.checkProtections(add)
+	t.checkStorage(add)
 	if len(bad) == 0 {
 		return nil
 	}

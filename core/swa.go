@@ -1,5 +1,7 @@
 package core
 
+import "slices"
+
 // swaComponent is sliding-window attention KV. A layer with window W only
 // ever reads the last W positions, so the tree keeps SWA slots only where
 // a request could still need them; elsewhere the node is an SWA
@@ -112,8 +114,11 @@ func (t *Tree) swaRecover(s *insertState, i int32, from, n int) {
 		s.adopt(SWA, from, from+n)
 		return
 	}
-	old := node.dev[Full]
-	t.setDevice(i, Full, t.vals.clone(s.value[from:from+n]))
+	// The host frees the old slots after this call, maybe after others
+	// (a fused unlock rewinds the arena): they get a buffer of their own.
+	old := slices.Clone(node.dev[Full])
+	t.freeFull(i)
+	t.setFull(i, s.value[from:from+n])
 	s.pending = append(s.pending, Action{Kind: ActionFreeDeviceKVFullOnly, Slots: old})
 	t.setSWA(i)
 	s.pending = append(s.pending, Action{Kind: ActionSWARebuild, Node: t.handle(i), Slots: t.nodes[i].dev[Full]})

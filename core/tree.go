@@ -69,10 +69,11 @@ type Tree struct {
 
 	events []Event
 
-	keys  bufPool[uint32] // recycled key buffers
-	vals  bufPool[int32]  // recycled value buffers
-	arena []int32         // slots of the current call's actions
-	slab  []int32         // one-slot values (Mamba states), see oneSlot
+	keys  slabAlloc[uint32] // node keys (slabs.go)
+	vals  slabAlloc[int32]  // Full device values
+	kids  slabAlloc[int32]  // children lists
+	arena []int32           // slots of the current call's actions
+	slab  []int32           // one-slot values (Mamba states), see oneSlot
 
 	keyScratch []uint32
 	hashBuf    []byte
@@ -127,7 +128,7 @@ func (t *Tree) initRoot() {
 	} else {
 		// Reset keeps slot 0 for the root; alloc would take the free list's top.
 		n := &t.nodes[rootIdx]
-		*n = node{gen: n.gen + 1, live: true, parent: nilIdx, pos: -1, edgeNext: nilIdx, dpos: -1, hpos: -1, pin: nilIdx, children: n.children[:0]}
+		*n = node{gen: n.gen + 1, live: true, parent: nilIdx, pos: -1, edgeNext: nilIdx, dpos: -1, hpos: -1, pin: nilIdx}
 		tick := t.nextTick()
 		n.creation, n.lastAccess = tick, tick
 		r = rootIdx
@@ -146,20 +147,17 @@ func (t *Tree) initRoot() {
 // AllBlocksCleared.
 // Interned namespaces are kept (they carry no cached data).
 func (t *Tree) Reset() {
+	t.keys.reset()
+	t.vals.reset()
+	t.kids.reset()
 	for i := range t.nodes {
 		n := &t.nodes[i]
-		if n.live {
-			t.keys.put(n.key)
-			// The SWA value is the Full slice itself: recycle it once.
-			t.vals.put(n.dev[Full])
-		}
 		n.live = false
-		n.key = nil
+		n.key, n.keyAt, n.fullAt = nil, slabRef{}, slabRef{}
+		n.children, n.kidsAt = nil, slabRef{}
 		n.hash, n.evHash = nil, nil
 		n.dev = [numComponents][]int32{}
 		n.host = [numComponents][]int32{}
-		clear(n.children)
-		n.children = n.children[:0]
 	}
 	t.free = t.free[:0]
 	for i := int32(len(t.nodes)) - 1; i > rootIdx; i-- {

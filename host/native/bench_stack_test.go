@@ -145,47 +145,59 @@ func serveOne(c *Controller, req *workload.Request) error {
 
 // BenchmarkStack_RequestAllocs serves trace requests one per iteration
 // through the direct engine after a warm-up pass over the trace, reusing
-// one Request (ArriveReusing), and reports allocations per request. The
-// controller, its pools and the engine allocate nothing per request; what
-// remains is the tree's node key and value storage (core's bufPool), which
-// allocates a fresh buffer when no recycled one serves: about half an
-// allocation per request on the shared trace at 3M, which allocs/op (an
-// integer division) rounds to 0, so the exact count is reported as
-// allocs/request. (Of 8000 requests' allocations, about 2850 are buffers
-// under bufPool's 64-element floor, which it never recycles, and about
-// 900 class misses while the full pool refuses what is given back.)
+// one Request (ArriveReusing), at two device capacities, and reports
+// allocations per request: the exact count, since allocs/op (an integer
+// division) rounds anything below one to 0. The controller, its pools and
+// the engine allocate nothing per request, and neither does the tree: its
+// keys, values and children live in slabs that coalesce freed ranges
+// (core/slabs.go). retained-MiB is the heap the controller holds at the
+// end (live after a GC, less what is live once it is closed).
+//
+//	go test ./host/native -run '^$' -bench 'Stack_RequestAllocs' -benchtime 16000x
 func BenchmarkStack_RequestAllocs(b *testing.B) {
 	reqs := loadSharedTrace(b)
-	c := stackController(b, NewDirectEngine, 3_000_000, 16, false)
-	defer c.Close()
-	for i := range reqs {
-		if err := serveOne(c, &reqs[i]); err != nil {
-			b.Fatal(err)
-		}
+	for _, capacity := range []int{1_000_000, 3_000_000} {
+		b.Run(fmt.Sprintf("%dM", capacity/1_000_000), func(b *testing.B) {
+			c := stackController(b, NewDirectEngine, capacity, 16, false)
+			for i := range reqs {
+				if err := serveOne(c, &reqs[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			i := 0
+			var r *Request
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			for b.Loop() {
+				req := &reqs[i%len(reqs)]
+				var ns core.Namespace
+				if req.Namespace != "" {
+					ns.CacheSalt = req.Namespace
+				}
+				var err error
+				if r, err = c.ArriveReusing(r, ns, req.Tokens); err != nil {
+					b.Fatal(err)
+				}
+				if err := c.Prefill(r, r.Pending()); err != nil {
+					b.Fatal(err)
+				}
+				if err := c.Finish(r); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			runtime.ReadMemStats(&m1)
+			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(i), "allocs/request")
+			runtime.GC()
+			runtime.ReadMemStats(&m0)
+			if err := c.Close(); err != nil {
+				b.Fatal(err)
+			}
+			c, r = nil, nil
+			runtime.GC()
+			runtime.ReadMemStats(&m1)
+			b.ReportMetric(float64(int64(m0.HeapAlloc)-int64(m1.HeapAlloc))/(1<<20), "retained-MiB")
+		})
 	}
-	b.ReportAllocs()
-	i := 0
-	var r *Request
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	for b.Loop() {
-		req := &reqs[i%len(reqs)]
-		var ns core.Namespace
-		if req.Namespace != "" {
-			ns.CacheSalt = req.Namespace
-		}
-		var err error
-		if r, err = c.ArriveReusing(r, ns, req.Tokens); err != nil {
-			b.Fatal(err)
-		}
-		if err := c.Prefill(r, r.Pending()); err != nil {
-			b.Fatal(err)
-		}
-		if err := c.Finish(r); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
-	runtime.ReadMemStats(&m1)
-	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(i), "allocs/request")
 }
