@@ -127,13 +127,15 @@ func stackController(b *testing.B, ctor engineCtor, capacity, page int, canary b
 	return c
 }
 
-// serveOne runs one trace request through the lifecycle.
+// serveOne runs one trace request through the lifecycle. The trace's
+// tokens are read-only for the whole replay, so the controller borrows
+// them (ArriveBorrowing), as `radixkv replay` does.
 func serveOne(c *Controller, req *workload.Request) error {
 	var ns core.Namespace
 	if req.Namespace != "" {
 		ns.CacheSalt = req.Namespace
 	}
-	r, err := c.Arrive(ns, req.Tokens)
+	r, err := c.ArriveBorrowing(nil, ns, req.Tokens)
 	if err != nil {
 		return err
 	}

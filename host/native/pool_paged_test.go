@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/radixkv/radixkv/core"
 	"github.com/stretchr/testify/require"
@@ -422,4 +423,81 @@ func TestPagedPool_Runs(t *testing.T) {
 	}
 	require.NoError(t, p.Free(all[:5]))
 	require.Equal(t, pages*page+5-len(all)+3*page, p.Available())
+}
+
+// TestController_ArriveBorrowing: a borrowing arrival reads the caller's
+// buffer in place and gives the same results as a copying one; nothing
+// writes into the buffer or its spare capacity (Extend moves the tokens
+// to a buffer of the controller's), and the buffer never becomes a spare
+// of the controller, whether the request finishes, aborts, or its
+// arrival fails.
+func TestController_ArriveBorrowing(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, newEngine engineCtor) {
+		c, _ := newCtlOn(t, newEngine, 160, core.Config{PageSize: 16}, canaryOn)
+		const sentinel = 0xdead
+		lend := func(tokens []uint32) []uint32 {
+			b := make([]uint32, len(tokens), len(tokens)+8)
+			copy(b, tokens)
+			for i := len(b); i < cap(b); i++ {
+				b[:cap(b)][i] = sentinel
+			}
+			return b
+		}
+		intact := func(b, want []uint32) {
+			t.Helper()
+			require.Equal(t, want, b)
+			for _, x := range b[len(b):cap(b)] {
+				require.Equal(t, uint32(sentinel), x, "the spare capacity was written")
+			}
+		}
+		notSpare := func(b []uint32) {
+			t.Helper()
+			for _, s := range c.spareTokens {
+				require.NotSame(t, unsafe.SliceData(b), unsafe.SliceData(s[:1]), "the caller's buffer became a spare")
+			}
+		}
+
+		b1 := lend(seq(0, 40))
+		r, err := c.ArriveBorrowing(nil, core.Namespace{}, b1)
+		require.NoError(t, err)
+		require.Same(t, unsafe.SliceData(b1), unsafe.SliceData(r.Tokens()), "read in place")
+		require.NoError(t, c.Prefill(r, r.Pending()))
+		require.NoError(t, c.Extend(r, 7, 8, 9))
+		require.Equal(t, cat(seq(0, 40), []uint32{7, 8, 9}), r.Tokens())
+		intact(b1, seq(0, 40))
+		require.NoError(t, c.Finish(r))
+		intact(b1, seq(0, 40))
+		notSpare(b1)
+		require.NoError(t, c.Audit())
+
+		// The same hit as a copying arrival; reused and aborted.
+		b2 := lend(cat(seq(0, 32), seq(500, 20)))
+		r2, err := c.ArriveBorrowing(r, core.Namespace{}, b2)
+		require.NoError(t, err)
+		require.Same(t, r, r2)
+		require.Equal(t, 32, r2.CachedLen())
+		require.NoError(t, c.Prefill(r2, 10))
+		require.NoError(t, c.Abort(r2))
+		intact(b2, cat(seq(0, 32), seq(500, 20)))
+		notSpare(b2)
+		require.NoError(t, c.Audit())
+
+		r3, err := c.Arrive(core.Namespace{}, cat(seq(0, 32), seq(500, 20)))
+		require.NoError(t, err)
+		require.Equal(t, 32, r3.CachedLen())
+		require.NoError(t, c.Finish(r3))
+
+		// A request the pool cannot hold (its Prefill fails) drops the
+		// buffer too.
+		b3 := lend(seq(1000, 400))
+		r4, err := c.ArriveBorrowing(nil, core.Namespace{}, b3)
+		if err == nil {
+			err = c.Prefill(r4, r4.Pending())
+			require.Error(t, err)
+			require.NoError(t, c.Abort(r4))
+		}
+		intact(b3, seq(1000, 400))
+		notSpare(b3)
+		require.NoError(t, c.Audit())
+	})
 }
