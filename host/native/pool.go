@@ -264,6 +264,19 @@ func (p *slotPool) allUsed(lo int32, n int) bool {
 	return all == 0
 }
 
+// anyBit reports whether any of bits [lo, lo+n) of bm is set.
+func anyBit(bm []uint64, lo int32, n int) bool {
+	if w, m, ok := oneWord(lo, n); ok {
+		return bm[w]&m != 0
+	}
+	w0, w1, m0, m1 := wordSpan(lo, n)
+	any := bm[w0]&m0 | bm[w1]&m1
+	for _, u := range bm[w0+1 : w1] {
+		any |= u
+	}
+	return any != 0
+}
+
 // wordSpan returns the first and last bitmap words of slots [lo, lo+n)
 // (n ≥ 1, in more than one word) and the masks of the slots' bits in
 // those two; every word between is all theirs.
@@ -341,11 +354,13 @@ func (p *slotPool) popPages(dst []int32, n int, poison bool) []int32 {
 		base := pg * int32(size)
 		fillSeq(dst[k+j*size:k+(j+r)*size], base)
 		p.setRange(base, r*size)
-		for q := pg; q < pg+int32(r); q++ {
-			if w, bit := q>>6, uint64(1)<<(uint(q)&63); p.stale[w]&bit != 0 {
-				p.stale[w] &^= bit
-				if poison {
-					p.zeroRecords(q*int32(size), size)
+		if anyBit(p.stale, pg, r) { // a word per 64 pages tells there are none
+			for q := pg; q < pg+int32(r); q++ {
+				if w, bit := q>>6, uint64(1)<<(uint(q)&63); p.stale[w]&bit != 0 {
+					p.stale[w] &^= bit
+					if poison {
+						p.zeroRecords(q*int32(size), size)
+					}
 				}
 			}
 		}

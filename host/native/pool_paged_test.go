@@ -325,7 +325,7 @@ func TestSlotRuns(t *testing.T) {
 	}
 }
 
-// TestSlotPool_RangeOps: setRange, clearRange and allUsed against
+// TestSlotPool_RangeOps: setRange, clearRange, allUsed and anyBit against
 // per-slot bits, over ranges inside one word, across two, and spanning
 // whole words.
 func TestSlotPool_RangeOps(t *testing.T) {
@@ -339,6 +339,13 @@ func TestSlotPool_RangeOps(t *testing.T) {
 				require.Equal(t, s >= lo && s < lo+n, p.isUsed(int32(s)), "set [%d,+%d) slot %d", lo, n, s)
 			}
 			require.True(t, p.allUsed(int32(lo), n))
+			require.True(t, anyBit(p.used, int32(lo), n))
+			if lo+n+3 <= 512 {
+				require.False(t, anyBit(p.used, int32(lo+n), 3), "past [%d,+%d)", lo, n)
+			}
+			if lo >= 3 {
+				require.False(t, anyBit(p.used, int32(lo-3), 3), "before [%d,+%d)", lo, n)
+			}
 			for _, hole := range []int{lo, lo + n/2, lo + n - 1} {
 				p.clearUsed(int32(hole))
 				require.False(t, p.allUsed(int32(lo), n), "[%d,+%d) with %d free", lo, n, hole)
@@ -346,6 +353,9 @@ func TestSlotPool_RangeOps(t *testing.T) {
 			}
 			p.clearRange(int32(lo), n)
 			require.Equal(t, make([]uint64, len(p.used)), p.used, "clear [%d,+%d)", lo, n)
+			p.setUsed(int32(lo + n - 1))
+			require.True(t, anyBit(p.used, int32(lo), n), "[%d,+%d) with its last set", lo, n)
+			p.clearUsed(int32(lo + n - 1))
 		}
 	}
 }
