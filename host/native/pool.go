@@ -146,9 +146,12 @@ func (s *PoolSet) Close() error {
 // an allocation bitmap, a byte region of capacity*slotBytes, and free
 // lists. With page 1 there is one LIFO free list of slots. Paged (page >
 // 1), whole free pages sit on a page list and Alloc/Free of whole pages
-// cost one list step and a few bitmap words per page; slots of pages
-// split by a single-slot Alloc sit on the slot list (loose), handed out
-// first, and return there when freed (pages are not re-formed).
+// cost one list step per page and, for a run of consecutive pages, one
+// pass over its slots two at a time and a bitmap word per 64 slots (a
+// freed run goes on the list so that it comes back out as the same run);
+// slots of pages split by a single-slot Alloc sit on the slot list
+// (loose), handed out first, and return there when freed (pages are not
+// re-formed).
 type slotPool struct {
 	name      string
 	capacity  int
