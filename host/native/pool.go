@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"unsafe"
 
 	"github.com/radixkv/radixkv/core"
+	"github.com/radixkv/radixkv/internal/wordview"
 )
 
 // Pool is one slot allocator plus the storage behind it: a device pool
@@ -144,9 +146,12 @@ func (s *PoolSet) Close() error {
 // an allocation bitmap, a byte region of capacity*slotBytes, and free
 // lists. With page 1 there is one LIFO free list of slots. Paged (page >
 // 1), whole free pages sit on a page list and Alloc/Free of whole pages
-// cost one list step and a few bitmap words per page; slots of pages
-// split by a single-slot Alloc sit on the slot list (loose), handed out
-// first, and return there when freed (pages are not re-formed).
+// cost one list step per page and, for a run of consecutive pages, one
+// pass over its slots two at a time and a bitmap word per 64 slots (a
+// freed run goes on the list so that it comes back out as the same run);
+// slots of pages split by a single-slot Alloc sit on the slot list
+// (loose), handed out first, and return there when freed (pages are not
+// re-formed).
 type slotPool struct {
 	name      string
 	capacity  int
@@ -212,21 +217,6 @@ func (p *slotPool) isUsed(s int32) bool { return p.used[s>>6]&(1<<(uint(s)&63)) 
 func (p *slotPool) setUsed(s int32)     { p.used[s>>6] |= 1 << (uint(s) & 63) }
 func (p *slotPool) clearUsed(s int32)   { p.used[s>>6] &^= 1 << (uint(s) & 63) }
 
-// rangeWords calls f for each bitmap word that slots [lo, lo+n) touch,
-// with the mask of their bits in it; it stops when f returns false.
-func (p *slotPool) rangeWords(lo int32, n int, f func(w int, mask uint64) bool) bool {
-	for s, end := int(lo), int(lo)+n; s < end; {
-		w, b := s>>6, uint(s)&63
-		k := min(64-int(b), end-s)
-		mask := ^uint64(0) >> (64 - uint(k)) << b
-		if !f(w, mask) {
-			return false
-		}
-		s += k
-	}
-	return true
-}
-
 // oneWord returns the word and mask of slots [lo, lo+n) when they lie in
 // one bitmap word (a page of up to 64 slots, aligned, always does).
 func oneWord(lo int32, n int) (int, uint64, bool) {
@@ -237,12 +227,21 @@ func oneWord(lo int32, n int) (int, uint64, bool) {
 	return int(lo >> 6), ^uint64(0) >> (64 - uint(n)) << b, true
 }
 
+// The range operations below cost a word per 64 slots: a run of whole
+// pages (the tree's values, when pages come back in order) is a few
+// words, with whole words in the middle touched without masks.
+
 func (p *slotPool) setRange(lo int32, n int) {
 	if w, m, ok := oneWord(lo, n); ok {
 		p.used[w] |= m
 		return
 	}
-	p.rangeWords(lo, n, func(w int, m uint64) bool { p.used[w] |= m; return true })
+	w0, w1, m0, m1 := wordSpan(lo, n)
+	p.used[w0] |= m0
+	for w := w0 + 1; w < w1; w++ {
+		p.used[w] = ^uint64(0)
+	}
+	p.used[w1] |= m1
 }
 
 func (p *slotPool) clearRange(lo int32, n int) {
@@ -250,14 +249,44 @@ func (p *slotPool) clearRange(lo int32, n int) {
 		p.used[w] &^= m
 		return
 	}
-	p.rangeWords(lo, n, func(w int, m uint64) bool { p.used[w] &^= m; return true })
+	w0, w1, m0, m1 := wordSpan(lo, n)
+	p.used[w0] &^= m0
+	clear(p.used[w0+1 : w1])
+	p.used[w1] &^= m1
 }
 
 func (p *slotPool) allUsed(lo int32, n int) bool {
 	if w, m, ok := oneWord(lo, n); ok {
 		return p.used[w]&m == m
 	}
-	return p.rangeWords(lo, n, func(w int, m uint64) bool { return p.used[w]&m == m })
+	w0, w1, m0, m1 := wordSpan(lo, n)
+	all := (p.used[w0]&m0 ^ m0) | (p.used[w1]&m1 ^ m1)
+	for _, u := range p.used[w0+1 : w1] {
+		all |= ^u
+	}
+	return all == 0
+}
+
+// anyBit reports whether any of bits [lo, lo+n) of bm is set.
+func anyBit(bm []uint64, lo int32, n int) bool {
+	if w, m, ok := oneWord(lo, n); ok {
+		return bm[w]&m != 0
+	}
+	w0, w1, m0, m1 := wordSpan(lo, n)
+	any := bm[w0]&m0 | bm[w1]&m1
+	for _, u := range bm[w0+1 : w1] {
+		any |= u
+	}
+	return any != 0
+}
+
+// wordSpan returns the first and last bitmap words of slots [lo, lo+n)
+// (n ≥ 1, in more than one word) and the masks of the slots' bits in
+// those two; every word between is all theirs.
+func wordSpan(lo int32, n int) (w0, w1 int, m0, m1 uint64) {
+	end := int(lo) + n - 1
+	w0, w1 = int(lo>>6), end>>6
+	return w0, w1, ^uint64(0) << (uint(lo) & 63), ^uint64(0) >> (63 - uint(end)&63)
 }
 
 func (p *slotPool) Alloc(dst []int32, n int) ([]int32, error) {
@@ -308,6 +337,8 @@ func (p *slotPool) popSlots(dst []int32, n int) []int32 {
 // popPages moves n whole pages from the top of the page list to dst,
 // zeroing the records of stale ones when poison is set; without, the
 // caller writes every slot of the pages before anyone can read them.
+// Consecutive pages on the list (freePaged pushes a run of them lowest
+// on top) are handed out as one run: one fill and one bitmap range.
 func (p *slotPool) popPages(dst []int32, n int, poison bool) []int32 {
 	if n == 0 {
 		return dst
@@ -316,20 +347,27 @@ func (p *slotPool) popPages(dst []int32, n int, poison bool) []int32 {
 	k := len(dst)
 	dst = slices.Grow(dst, n*size)[:k+n*size]
 	top := len(p.pages)
-	for j := range n {
-		pg := p.pages[top-1-j]
-		base := pg * int32(size)
-		out := dst[k+j*size : k+(j+1)*size]
-		for i := range out {
-			out[i] = base + int32(i)
+	list := p.pages[top-n : top] // handed out from its end
+	for j := 0; j < n; {
+		pg := list[n-1-j]
+		r := 1
+		for j+r < n && list[n-1-j-r] == pg+int32(r) {
+			r++
 		}
-		p.setRange(base, size)
-		if w, bit := pg>>6, uint64(1)<<(uint(pg)&63); p.stale[w]&bit != 0 {
-			p.stale[w] &^= bit
-			if poison {
-				p.zeroRecords(base, size)
+		base := pg * int32(size)
+		fillSeq(dst[k+j*size:k+(j+r)*size], base)
+		p.setRange(base, r*size)
+		if anyBit(p.stale, pg, r) { // a word per 64 pages tells there are none
+			for q := pg; q < pg+int32(r); q++ {
+				if w, bit := q>>6, uint64(1)<<(uint(q)&63); p.stale[w]&bit != 0 {
+					p.stale[w] &^= bit
+					if poison {
+						p.zeroRecords(q*int32(size), size)
+					}
+				}
 			}
 		}
+		j += r
 	}
 	p.pages = p.pages[:top-n]
 	return dst
@@ -405,13 +443,28 @@ func (p *slotPool) pageAt(slots []int32, k int) int32 {
 	if base < 0 || int(base)%size != 0 || int(base)+size > p.capacity {
 		return -1
 	}
-	run := slots[k : k+size]
-	for i, s := range run {
-		if s != base+int32(i) {
-			return -1
-		}
+	if seqLen(slots[k:k+size]) < size {
+		return -1
 	}
 	return base / int32(size)
+}
+
+// pagesAt returns the first page and the number of whole pages that
+// slots[k:] start with as one consecutive run (slots[k+i] ==
+// slots[k]+i, slots[k] a page's first slot), or 0 pages.
+func (p *slotPool) pagesAt(slots []int32, k int) (int32, int) {
+	size := p.page
+	base := slots[k]
+	if base < 0 || int(base)%size != 0 || k+size > len(slots) {
+		return 0, 0
+	}
+	// Only whole pages inside the pool: the run may go on past its end
+	// (those slots are reported as out of range one by one).
+	most := min(len(slots)-k, p.capacity-int(base)) / size * size
+	if most == 0 {
+		return 0, 0
+	}
+	return base / int32(size), seqLen(slots[k:k+most]) / size
 }
 
 // check validates that s is in range and allocated.
@@ -450,9 +503,12 @@ func (p *slotPool) Free(slots []int32) error {
 	return nil
 }
 
-// freePaged is Free of a paged pool: runs that are one whole page go back
-// to the page list (a few bitmap words each), other slots to the slot
-// list. All or nothing, like Free; one pass over slots.
+// freePaged is Free of a paged pool: runs of whole pages go back to the
+// page list (a bitmap word per 64 slots), other slots to the slot list.
+// All or nothing, like Free; one pass over slots. The pages go on the
+// list in reverse, so that they come back out in the order they were
+// freed: runs the tree held as consecutive slots are handed out again as
+// consecutive slots, and the next free finds them as long runs.
 func (p *slotPool) freePaged(slots []int32) error {
 	used, capacity := p.used, uint32(p.capacity)
 	pages, loose := p.pgBuf[:0], p.looseBuf[:0]
@@ -473,26 +529,28 @@ func (p *slotPool) freePaged(slots []int32) error {
 		return err
 	}
 	for k := 0; k < len(slots); {
-		if pg := p.pageAt(slots, k); pg >= 0 {
-			base := pg * int32(p.page)
-			if !p.allUsed(base, p.page) {
-				// A slot of the page is free: find it for the error.
-				for i := k; i < k+p.page; i++ {
+		if pg, np := p.pagesAt(slots, k); np > 0 {
+			base, n := pg*int32(p.page), np*p.page
+			if !p.allUsed(base, n) {
+				// A slot of the run is free: find it for the error.
+				for i := k; i < k+n; i++ {
 					if !p.isUsed(slots[i]) {
 						return fail(i, slots[i])
 					}
 					p.clearUsed(slots[i])
 				}
 			}
-			p.clearRange(base, p.page)
-			if p.zeroOnFree {
-				// Poisoned when handed out again (popPages): nothing
-				// reads a free slot's record, and a page the next Prefill
-				// takes is written whole anyway.
-				p.stale[pg>>6] |= 1 << (uint(pg) & 63)
+			p.clearRange(base, n)
+			for q := pg; q < pg+int32(np); q++ {
+				if p.zeroOnFree {
+					// Poisoned when handed out again (popPages): nothing
+					// reads a free slot's record, and a page the next
+					// Prefill takes is written whole anyway.
+					p.stale[q>>6] |= 1 << (uint(q) & 63)
+				}
+				pages = append(pages, q)
 			}
-			pages = append(pages, pg)
-			k += p.page
+			k += n
 			continue
 		}
 		s := slots[k]
@@ -506,7 +564,9 @@ func (p *slotPool) freePaged(slots []int32) error {
 		loose = append(loose, s)
 		k++
 	}
+	top := len(p.pages)
 	p.pages = append(p.pages, pages...)
+	slices.Reverse(p.pages[top:])
 	p.free = append(p.free, loose...)
 	p.pgBuf, p.looseBuf = pages[:0], loose[:0]
 	return nil
@@ -702,4 +762,90 @@ func (p *slotPool) Allocated(dst []int32) ([]int32, error) {
 		}
 	}
 	return dst, nil
+}
+
+// Slot runs: the pools write and check runs of consecutive slots (a
+// page's, a run of pages') two at a time through a 64-bit view of the
+// int32 slice's memory, on little-endian machines (where the pair s, s+1
+// is the word s | (s+1)<<32); elsewhere, and at an unaligned head or an
+// odd tail, one at a time.
+
+var poolLittleEndian = wordview.LittleEndian()
+
+// pairStep advances a pair word by two slots in each half.
+const pairStep = 2 | 2<<32
+
+func slotPair(s int32) uint64 { return uint64(uint32(s)) | uint64(uint32(s+1))<<32 }
+
+// slotWords views the words of v from its first 8-byte-aligned one: head
+// is the number of words before (0 or 1), mid the 64-bit words after it
+// (an odd last word is left out). Only aligned memory is viewed, so the
+// conversion is valid for checkptr (-race builds).
+func slotWords(v []int32) (head int, mid []uint64) {
+	if uintptr(unsafe.Pointer(unsafe.SliceData(v)))%8 != 0 {
+		head = 1
+	}
+	if n := (len(v) - head) / 2; n > 0 {
+		mid = unsafe.Slice((*uint64)(unsafe.Pointer(&v[head])), n)
+	}
+	return head, mid
+}
+
+// fillSeq sets out[i] = base+i. base+len(out) must not pass 2^31 (the
+// slots of a pool do not).
+func fillSeq(out []int32, base int32) {
+	i := 0
+	if poolLittleEndian && len(out) >= 8 {
+		head, u := slotWords(out)
+		if head == 1 {
+			out[0] = base
+		}
+		v := slotPair(base + int32(head))
+		j := 0
+		for ; j+4 <= len(u); j += 4 {
+			x := (*[4]uint64)(u[j:])
+			x[0], x[1], x[2], x[3] = v, v+pairStep, v+2*pairStep, v+3*pairStep
+			v += 4 * pairStep
+		}
+		for ; j < len(u); j++ {
+			u[j] = v
+			v += pairStep
+		}
+		i = head + 2*len(u)
+	}
+	for ; i < len(out); i++ {
+		out[i] = base + int32(i)
+	}
+}
+
+// seqLen returns how many of s, from the first, are consecutive:
+// s[i] == s[0]+i. s[0]+len(s) must not pass 2^31 (a caller bounds s by
+// the pool's capacity, so no expected value wraps to a negative one).
+func seqLen(s []int32) int {
+	if len(s) == 0 {
+		return 0
+	}
+	base, i := s[0], 0
+	if poolLittleEndian && len(s) >= 8 {
+		head, u := slotWords(s)
+		v := slotPair(base + int32(head))
+		j := 0
+		for ; j+4 <= len(u); j += 4 {
+			x := (*[4]uint64)(u[j:])
+			if (x[0]^v)|(x[1]^(v+pairStep))|(x[2]^(v+2*pairStep))|(x[3]^(v+3*pairStep)) != 0 {
+				break
+			}
+			v += 4 * pairStep
+		}
+		for ; j < len(u) && u[j] == v; j++ {
+			v += pairStep
+		}
+		// s[0] is base by definition; the scalar loop goes on from the
+		// first pair that differs (or the tail).
+		i = head + 2*j
+	}
+	for i < len(s) && s[i] == base+int32(i) {
+		i++
+	}
+	return i
 }

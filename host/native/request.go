@@ -36,6 +36,7 @@ type Request struct {
 	load     *loadJob
 	firstLen int
 	done     bool
+	lent     bool   // tokens is the caller's buffer (ArriveBorrowing), never recycled
 	gen      uint64 // the controller's engine generation at arrival
 	// ticket names the arrival's match on a wire engine (keptMatcher),
 	// which keeps no copy of it: the controller vouches that tokens and
@@ -177,6 +178,25 @@ func (c *Controller) Arrive(ns core.Namespace, tokens []uint32) (*Request, error
 // Errors: those of Arrive, ErrInvalidArgument (old is not a done request
 // of this controller).
 func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uint32) (*Request, error) {
+	return c.arrive(old, ns, tokens, false)
+}
+
+// ArriveBorrowing is ArriveReusing without the copy of tokens: the
+// request reads the caller's buffer in place, for a caller that leaves
+// tokens[:len(tokens)] unchanged until the request is done (Finish,
+// Abort, or the arrival's own error) — a serving loop whose token
+// buffers are per request, or a trace replay. The controller never
+// writes into the buffer or the capacity beyond it (Extend first moves
+// the tokens into a buffer of its own), never keeps it for later
+// requests, and drops it when the request is done; Tokens returns it.
+// The copy it saves costs a read and a write of every input token
+// (RATIONALE.md, "Where the direct engine's time went").
+// Errors: those of ArriveReusing.
+func (c *Controller) ArriveBorrowing(old *Request, ns core.Namespace, tokens []uint32) (*Request, error) {
+	return c.arrive(old, ns, tokens, true)
+}
+
+func (c *Controller) arrive(old *Request, ns core.Namespace, tokens []uint32, lent bool) (*Request, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -192,7 +212,12 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 	if r == nil {
 		r = &Request{}
 	}
-	*r = Request{c: c, gen: c.gen, ns: ns, tokens: append(c.spareTokenBuf(len(tokens)), tokens...), mstate: -1}
+	*r = Request{c: c, gen: c.gen, ns: ns, mstate: -1, lent: lent}
+	if lent {
+		r.tokens = tokens[:len(tokens):len(tokens)]
+	} else {
+		r.tokens = append(c.spareTokenBuf(len(tokens)), tokens...)
+	}
 	if ml, ok := c.eng.(MatchLocker); ok && c.ht == nil {
 		// No host tier, so no load-back between the match and its lock:
 		// both in one engine call.
@@ -204,11 +229,11 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 	}
 	m, err := c.eng.Match(c.spareSlotBuf(len(tokens)), ns, tokens)
 	if err != nil {
-		c.recycle(r.tokens, nil)
+		c.recycle(r.ownTokens(), nil)
 		return nil, err
 	}
 	if err := c.execute(m.Actions); err != nil {
-		c.recycle(r.tokens, m.Indices)
+		c.recycle(r.ownTokens(), m.Indices)
 		return nil, err
 	}
 	hostHit := 0
@@ -216,7 +241,7 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 		// A host hit: load it back and match again.
 		j, loaded, err := c.startLoadBack(m.Best)
 		if err != nil {
-			c.recycle(r.tokens, m.Indices)
+			c.recycle(r.ownTokens(), m.Indices)
 			return nil, err
 		}
 		if j != nil {
@@ -239,7 +264,7 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 			err = c.execute(m.Actions)
 		}
 		if err != nil {
-			c.recycle(r.tokens, m.Indices)
+			c.recycle(r.ownTokens(), m.Indices)
 			return nil, err
 		}
 		if loaded {
@@ -248,7 +273,7 @@ func (c *Controller) ArriveReusing(old *Request, ns core.Namespace, tokens []uin
 		}
 	}
 	if err := c.arriveMatched(r, m, hostHit, nil); err != nil {
-		c.recycle(r.tokens, r.slots)
+		c.recycle(r.ownTokens(), r.slots)
 		r.tokens, r.slots = nil, nil
 		return nil, err
 	}
@@ -280,16 +305,16 @@ func (c *Controller) arriveLocked(r *Request, ml MatchLocker) error {
 	if err != nil {
 		// A failed lock leaves the match standing, and its actions due.
 		err = errors.Join(err, c.execute(m.Actions))
-		c.recycle(r.tokens, nil)
+		c.recycle(r.ownTokens(), nil)
 		return err
 	}
 	if err := c.execute(m.Actions); err != nil {
 		err = errors.Join(err, c.eng.Unlock(m.LastDevice, rc, false))
-		c.recycle(r.tokens, m.Indices)
+		c.recycle(r.ownTokens(), m.Indices)
 		return err
 	}
 	if err := c.arriveMatched(r, m, 0, &rc); err != nil {
-		c.recycle(r.tokens, r.slots)
+		c.recycle(r.ownTokens(), r.slots)
 		r.tokens, r.slots = nil, nil
 		return err
 	}
@@ -380,6 +405,10 @@ func (c *Controller) Extend(r *Request, tokens ...uint32) error {
 	defer c.mu.Unlock()
 	if err := c.ready(r); err != nil {
 		return err
+	}
+	if r.lent {
+		// The caller's buffer is only read: append in one of ours.
+		r.tokens, r.lent = append(c.spareTokenBuf(len(r.tokens)+len(tokens)), r.tokens...), false
 	}
 	r.tokens = append(r.tokens, tokens...)
 	return c.computeLocked(r, r.Pending())
@@ -526,7 +555,7 @@ func (c *Controller) retire(r *Request) {
 	}
 	c.live--
 	r.done = true
-	c.recycle(r.tokens, r.slots)
+	c.recycle(r.ownTokens(), r.slots)
 	r.tokens, r.slots = nil, nil
 }
 
@@ -733,7 +762,7 @@ func (c *Controller) Abort(r *Request) error {
 		err := c.abandonLoad(j)
 		c.live--
 		r.done = true
-		c.recycle(r.tokens, nil)
+		c.recycle(r.ownTokens(), nil)
 		r.tokens = nil
 		c.stats.Aborted++
 		return err
@@ -758,6 +787,15 @@ const maxSpare = 64
 
 func (c *Controller) spareTokenBuf(n int) []uint32 { return popSpare(&c.spareTokens, n) }
 func (c *Controller) spareSlotBuf(n int) []int32   { return popSpare(&c.spareSlots, n) }
+
+// ownTokens is r's token buffer when the controller owns it (to
+// recycle), nil when it is the caller's (ArriveBorrowing).
+func (r *Request) ownTokens() []uint32 {
+	if r.lent {
+		return nil
+	}
+	return r.tokens
+}
 
 // recycle keeps a finished request's buffers for later arrivals.
 func (c *Controller) recycle(tokens []uint32, slots []int32) {
