@@ -53,7 +53,7 @@ echo "== BenchmarkStack_RequestAllocs, 16000 requests after a warm-up pass (bar:
 	awk '/^BenchmarkStack_RequestAllocs/ {for (i = 2; i < NF; i++) if ($(i+1) == "allocs/request") printf "    %s  %s allocs/request\n", $1, $i}'
 
 echo "== radixkv replay --canary=false, $count runs each (second runs: compiled module cached)"
-field() { grep -o "\"$1\":[-0-9.e+]*" | head -1 | cut -d: -f2; }
+field() { grep -o "\"$1\": *[-0-9.e+]*" | head -1 | cut -d: -f2 | tr -d " "; }
 for c in $capacities; do
 	for e in direct inprocess wasm; do
 		"$tmp/radixkv" replay --engine "$e" --trace "$trace" --capacity "$c" --canary=false --json --quiet >/dev/null # fills the cache
