@@ -253,7 +253,8 @@ func (g *wasmGuest) call(req []byte) ([]byte, error) {
 
 // usable reports why the instance cannot take a call. A closed instance
 // (also when its runtime was closed) has released its linear memory,
-// which guestMemory unmaps: never touch it again.
+// which guestMemory unmaps or hands to the next instance: never touch
+// it again.
 func (g *wasmGuest) usable() error {
 	if g.mod == nil || g.mod.IsClosed() {
 		return errors.New("module instance closed")
