@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"unsafe"
 
 	"github.com/radixkv/radixkv/core"
@@ -64,7 +65,18 @@ const canaryPosMul = 0x9e3779b97f4a7c15
 
 // canaryMixP is canaryMix given the position word p.
 func canaryMixP(tok uint32, p uint64) uint64 {
-	const k1, k2 = 0xbf58476d1ce4e5b9, 0x94d049bb133111eb
+	return mixKeyed(tok, p, canaryKeys[0], canaryKeys[1])
+}
+
+// canaryKeys are canaryMixP's multipliers. A variable, not constants, so
+// the hot loops load them once into registers instead of materializing
+// two 64-bit immediates a record; never written.
+var canaryKeys = [2]uint64{canaryK1, canaryK2}
+
+const canaryK1, canaryK2 = 0xbf58476d1ce4e5b9, 0x94d049bb133111eb
+
+// mixKeyed is canaryMixP with its multipliers passed in.
+func mixKeyed(tok uint32, p, k1, k2 uint64) uint64 {
 	x := (uint64(tok) ^ p) * k1
 	x = (x ^ x>>29) * k2
 	return x ^ x>>32
@@ -312,6 +324,9 @@ func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, s
 // slot-by-slot rule all the same: by induction, while every record so far
 // matched, the stored digest is the chain's.
 func verifyRuns(mem []byte, used []uint64, h uint64, tokens []uint32, slots []int32) (uint64, int) {
+	if rec := recordWords(mem); rec != nil {
+		return verifyWords(rec, used, h, tokens, slots)
+	}
 	k := 0
 	for k < len(slots) {
 		s := slots[k]
@@ -345,17 +360,97 @@ func verifyRuns(mem []byte, used []uint64, h uint64, tokens []uint32, slots []in
 	return h, k
 }
 
+// verifyWords is verifyRuns on the records' word view rec: one pass per
+// run that finds where the run of consecutive slots ends and checks each
+// record on the way (a separate pass to find the run cost as much as the
+// check, RATIONALE.md), then the run's allocation bits a word at a time.
+func verifyWords(rec []uint64, used []uint64, h uint64, tokens []uint32, slots []int32) (uint64, int) {
+	p, k1 := uint64(0), canaryKeys[0]
+	for k := 0; k < len(slots); {
+		s := slots[k]
+		if s < 0 || int(s) >= len(rec) {
+			return h, k
+		}
+		n := min(len(slots)-k, len(rec)-int(s))
+		r, sl := rec[s:int(s)+n], slots[k:k+n]
+		h0 := h
+		var j int
+		h, p, j = checkWords(r, sl, tokens[k:k+n], h, p, k1)
+		// The records of slots s..s+j-1 match; count only those held.
+		if held := heldPrefix(used, s, j); held < j {
+			if held > 0 {
+				h0 = r[held-1]
+			}
+			return h0, k + held
+		}
+		k += j
+		if j == 0 || (j < len(r) && sl[j] == s+int32(j)) {
+			return h, k // a record that does not match (or nothing to run)
+		}
+	}
+	return h, len(slots)
+}
+
+// checkWords checks the records r of slots sl (from r[0], slot sl[0] on)
+// for tokens tk at position words p, p+canaryPosMul, ... from chain value
+// h while the slots are consecutive and each record is the step from the
+// one before it; it returns the chain value, the next position word and
+// how many records it confirmed. A loop of its own, so that its values
+// stay in registers.
+func checkWords(r []uint64, sl []int32, tk []uint32, h, p, k1 uint64) (uint64, uint64, int) {
+	const k2 = canaryK2 // an immediate: the loop is a register short otherwise
+	n := min(len(r), len(sl), len(tk))
+	r, sl, tk = r[:n], sl[:n], tk[:n]
+	if n == 0 {
+		return h, p, 0
+	}
+	s0 := sl[0]
+	for j, d := range r {
+		if sl[j] != s0+int32(j) || d-h != mixKeyed(tk[j], p, k1, k2) {
+			return h, p, j
+		}
+		h, p = d, p+canaryPosMul
+	}
+	return h, p, n
+}
+
+// writeWords is writeRun's loop on the records' word view.
+func writeWords(rec []uint64, sl []int32, tk []uint32, h, p, k1, k2 uint64) (uint64, int) {
+	n := min(len(rec), len(sl), len(tk))
+	rec, sl, tk = rec[:n], sl[:n], tk[:n]
+	if n == 0 {
+		return h, 0
+	}
+	s0 := sl[0]
+	for j := range rec {
+		if sl[j] != s0+int32(j) {
+			return h, j
+		}
+		h += mixKeyed(tk[j], p, k1, k2)
+		rec[j] = h
+		p += canaryPosMul
+	}
+	return h, n
+}
+
 // heldPrefix is how many of the slots s, s+1, ..., s+n-1 are allocated in
-// the bitmap used before the first that is not (n when all are).
+// the bitmap used before the first that is not (n when all are), a
+// bitmap word at a time.
 func heldPrefix(used []uint64, s int32, n int) int {
 	if w, m, ok := oneWord(s, n); ok && w < len(used) && used[w]&m == m {
 		return n // a page within one bitmap word, all held: the usual case
 	}
-	for i := range n {
+	for i := 0; i < n; {
 		t := int(s) + i
-		if t>>6 >= len(used) || used[t>>6]&(1<<(uint(t)&63)) == 0 {
+		wd, b := t>>6, uint(t)&63
+		if wd >= len(used) {
 			return i
 		}
+		c := min(64-int(b), n-i)
+		if free := ^used[wd] & (^uint64(0) >> (64 - uint(c)) << b); free != 0 {
+			return i + bits.TrailingZeros64(free) - int(b)
+		}
+		i += c
 	}
 	return n
 }
@@ -429,6 +524,10 @@ func recordWords(run []byte) []uint64 {
 // the last record written and how many it wrote (at least one). run holds
 // a record for each of slots, tk a token for each.
 func writeRun(run []byte, slots []int32, tk []uint32, h, pos uint64) (uint64, int) {
+	if rec := recordWords(run); rec != nil {
+		// One pass: find where the run ends while writing it.
+		return writeWords(rec, slots, tk, h, pos*canaryPosMul, canaryKeys[0], canaryKeys[1])
+	}
 	n, s0 := 1, slots[0]
 	for n < len(slots) && slots[n] == s0+int32(n) {
 		n++

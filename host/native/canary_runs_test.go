@@ -12,17 +12,41 @@ import (
 // slot-by-slot rule it replaces (first slot whose record is not the
 // chain's, or that lies outside the memory), on scattered and contiguous
 // slot lists with corrupted records.
+//
+// The second shape has runs of up to a few hundred slots in a pool of
+// several bitmap words, so runs and freed slots cross word boundaries
+// (heldPrefix's word-at-a-time scan).
 func TestVerifyRuns(t *testing.T) {
-	const nslots = 64
-	rng := rand.New(rand.NewPCG(11, 12))
+	// A run that jumps away from a slot holding the right record: the
+	// record of the slot the list names is the one checked.
+	mem := make([]byte, 16*CanaryBytes)
+	used := []uint64{^uint64(0)}
+	tokens, h := []uint32{3, 1, 4, 1}, uint64(99)
+	for i, tok := range tokens {
+		h = canaryStep(h, tok, uint64(i))
+		binary.LittleEndian.PutUint64(mem[i*CanaryBytes:], h)
+	}
+	if _, k := verifyRuns(mem, used, 99, tokens, []int32{0, 1, 2, 3}); k != 4 {
+		t.Fatalf("the true records: %d of 4 confirmed", k)
+	}
+	if _, k := verifyRuns(mem, used, 99, tokens, []int32{0, 1, 9, 3}); k != 2 {
+		t.Fatalf("slot 9 in place of slot 2: %d confirmed, want 2", k)
+	}
+	for _, shape := range []struct{ nslots, maxLen, jump int }{{64, 20, 4}, {1000, 400, 60}} {
+		testVerifyRuns(t, shape.nslots, shape.maxLen, shape.jump)
+	}
+}
+
+func testVerifyRuns(t *testing.T, nslots, maxLen, jump int) {
+	rng := rand.New(rand.NewPCG(11, uint64(nslots)))
 	for trial := 0; trial < 2000; trial++ {
 		mem := make([]byte, nslots*CanaryBytes)
-		n := rng.IntN(20)
+		n := rng.IntN(maxLen)
 		tokens := make([]uint32, n)
 		slots := make([]int32, n)
 		next := int32(rng.IntN(nslots))
 		for i := range slots {
-			if rng.IntN(4) == 0 {
+			if rng.IntN(jump) == 0 {
 				next = int32(rng.IntN(nslots + 2)) // sometimes past the end
 			}
 			slots[i], tokens[i] = next, uint32(rng.IntN(5))
@@ -45,7 +69,7 @@ func TestVerifyRuns(t *testing.T) {
 		// intact, as a freed page keeps it until handed out again).
 		used := make([]uint64, (nslots+63)/64)
 		for s := range nslots {
-			if rng.IntN(30) > 0 {
+			if rng.IntN(30*jump) > 0 {
 				used[s>>6] |= 1 << (s & 63)
 			}
 		}
@@ -185,5 +209,33 @@ func BenchmarkCanaryRecords(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
 		})
+	}
+}
+
+// TestHeldPrefix: the word-at-a-time count of held slots agrees with a
+// slot-by-slot count, for ranges that start anywhere in a word, span
+// several words, or run past the bitmap.
+func TestHeldPrefix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for trial := 0; trial < 5000; trial++ {
+		used := make([]uint64, 1+rng.IntN(5))
+		for i := range used {
+			used[i] = ^uint64(0)
+		}
+		for c := rng.IntN(3); c > 0; c-- {
+			b := rng.IntN(len(used) * 64)
+			used[b>>6] &^= 1 << (b & 63)
+		}
+		s, n := int32(rng.IntN(len(used)*64)), rng.IntN(300)
+		want := 0
+		for ; want < n; want++ {
+			x := int(s) + want
+			if x>>6 >= len(used) || used[x>>6]&(1<<(x&63)) == 0 {
+				break
+			}
+		}
+		if got := heldPrefix(used, s, n); got != want {
+			t.Fatalf("trial %d: heldPrefix(%x, %d, %d) = %d, want %d", trial, used, s, n, got, want)
+		}
 	}
 }
