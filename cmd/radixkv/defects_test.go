@@ -127,7 +127,7 @@ func TestDefect_CapacityNeedsMoreMemoryThanAvailable(t *testing.T) {
 	availableMemory = func() (uint64, bool) { return 1 << 30, true }
 	defer func() { availableMemory = old }()
 	msg := replayFails(t, "--capacity", "2147483647", "--requests", "5")
-	require.Contains(t, msg, "the pools need about 24.2 GiB of memory") // 2^31 slots of 8 canary bytes and the pool's bookkeeping
+	require.Contains(t, msg, "the pools need about 16.2 GiB of memory") // 2^31 slots of 4 canary bytes and the pool's bookkeeping
 	require.Contains(t, msg, "device KV pool of 2147483647 slots, is set by --capacity")
 	require.Contains(t, msg, "1.0 GiB available")
 	require.Contains(t, msg, "--canary=false")

@@ -16,26 +16,36 @@ import (
 // many bytes per slot.
 //
 // The record for the token at position i of a request in namespace ns is
-// the digest d_i of (ns, tokens[0..i]) as a little-endian uint64, from a
-// chain seeded by the namespace that adds one term a token:
+// the digest d_i of (ns, tokens[0..i]) as a little-endian uint32, from a
+// chain seeded by the namespace that adds one term a token, mod 2^32:
 //
 //	d_-1 = seed(ns)
-//	d_i  = d_{i-1} + mix(tokens[i] ^ i*0x9e3779b97f4a7c15)
+//	d_i  = d_{i-1} + mix(tokens[i] ^ i*0x9e3779b9)
 //
-// where mix is a bijective 64-bit mixer (canaryMix). For a given previous
+// where mix is a bijective 32-bit mixer (canaryMix). For a given previous
 // digest and position, distinct tokens give distinct digests, so the
 // first position where a slot's prefix differs from the request's is
 // always caught, and so is every later position of a prefix that differs
 // at one position only; a slot of another prefix, another tenant, another
 // position (the position is mixed into every term) or a recycled, zeroed
-// slot holds the expected digest only by a 2^-64 accident. The terms do
+// slot holds the expected digest only by a 2^-32 accident. The terms do
 // not depend on the chain, so writing and checking a run's records
-// overlap their multiplies. See RATIONALE.md, "What the canary costs".
-const CanaryBytes = 8
+// overlap their multiplies.
+//
+// 32 bits, not 64: a record is the bytes the canary adds to every slot
+// write and check, and at millions of slots the write path waits on
+// memory, not on the mixer. What that gives up is the per-slot miss
+// chance, 2^-32 instead of 2^-64. The canary is a test oracle for the
+// controller's bookkeeping, and a bookkeeping defect misplaces many slots,
+// each of which must slip by on its own; a wrong slot that does slip by
+// is still the previous record of the next slot's check, which then fails
+// unless its own 2^-32 accident happens too. See RATIONALE.md, "What the
+// canary costs".
+const CanaryBytes = 4
 
 // canarySeed derives the chain seed from every namespace field
 // (length-prefixed, so field boundaries cannot be shifted).
-func canarySeed(ns core.Namespace) uint64 {
+func canarySeed(ns core.Namespace) uint32 {
 	const offset, prime = 0xcbf29ce484222325, 0x100000001b3
 	h := uint64(offset)
 	for _, f := range [...]string{ns.ExtraKey, ns.CacheSalt, ns.LoRA} {
@@ -48,38 +58,46 @@ func canarySeed(ns core.Namespace) uint64 {
 			h = (h ^ uint64(f[k])) * prime
 		}
 	}
-	return h
+	return uint32(h ^ h>>32) // fold: every bit of the hash reaches the seed
 }
 
 // canaryMix maps (token, position) to the term canaryStep adds to the
-// chain: a bijective 64-bit mixer (odd multiplies and xor-shifts) of the
+// chain: a bijective 32-bit mixer (odd multiplies and xor-shifts) of the
 // token xor a position word, so for one position distinct tokens give
 // distinct terms, and a token's term depends on where it stands. Nothing
 // in it depends on the chain, so the mixes of a run of tokens overlap.
-func canaryMix(tok uint32, pos uint64) uint64 { return canaryMixP(tok, pos*canaryPosMul) }
+func canaryMix(tok uint32, pos uint64) uint32 { return canaryMixP(tok, uint32(pos)*canaryPosMul) }
 
-// canaryPosMul spreads positions over 64 bits: the position word of
-// position i is i*canaryPosMul (a Weyl sequence, so a run's words follow
-// from one another by an add).
-const canaryPosMul = 0x9e3779b97f4a7c15
+// canaryPosMul spreads positions over 32 bits: the position word of
+// position i is i*canaryPosMul mod 2^32 (a Weyl sequence: an odd
+// multiplier, so distinct positions below 2^32 get distinct words, and a
+// run's words follow from one another by an add).
+const canaryPosMul = 0x9e3779b9 // 2^32 over the golden ratio, made odd
 
 // canaryMixP is canaryMix given the position word p.
-func canaryMixP(tok uint32, p uint64) uint64 {
+func canaryMixP(tok uint32, p uint32) uint32 {
 	return mixKeyed(tok, p, canaryKeys[0], canaryKeys[1])
 }
 
 // canaryKeys are canaryMixP's multipliers. A variable, not constants, so
 // the hot loops load them once into registers instead of materializing
-// two 64-bit immediates a record; never written.
-var canaryKeys = [2]uint64{canaryK1, canaryK2}
+// two immediates a record; never written.
+var canaryKeys = [2]uint32{canaryK1, canaryK2}
 
-const canaryK1, canaryK2 = 0xbf58476d1ce4e5b9, 0x94d049bb133111eb
+// canaryK1 and canaryK2 are the first 32 fraction bits of sqrt(2) and
+// sqrt(3): odd, so each multiply is a bijection mod 2^32, and with no
+// structure a token's bits could line up with.
+const canaryK1, canaryK2 = 0x6a09e667, 0xbb67ae85
 
-// mixKeyed is canaryMixP with its multipliers passed in.
-func mixKeyed(tok uint32, p, k1, k2 uint64) uint64 {
-	x := (uint64(tok) ^ p) * k1
-	x = (x ^ x>>29) * k2
-	return x ^ x>>32
+// mixKeyed is canaryMixP with its multipliers passed in: multiply, fold
+// the high half down, multiply, fold again. Each step is invertible
+// (an odd multiply; x ^ x>>s for s > 0), so the whole is a bijection of
+// tok ^ p; the folds carry the high bits a multiply produces back into
+// the low bits the next multiply spreads upward.
+func mixKeyed(tok uint32, p, k1, k2 uint32) uint32 {
+	x := (tok ^ p) * k1
+	x = (x ^ x>>16) * k2
+	return x ^ x>>15
 }
 
 // canaryStep folds the token at position pos into the chain: digest_i =
@@ -87,11 +105,11 @@ func mixKeyed(tok uint32, p, k1, k2 uint64) uint64 {
 // position, distinct tokens step to distinct values (an add of a
 // bijection of the token); the only carried dependency is the add, so
 // the chain no longer waits on a multiply a token.
-func canaryStep(h uint64, tok uint32, pos uint64) uint64 { return h + canaryMix(tok, pos) }
+func canaryStep(h uint32, tok uint32, pos uint64) uint32 { return h + canaryMix(tok, pos) }
 
 // canaryChain folds tokens at positions pos, pos+1, ... into h.
-func canaryChain(h uint64, tokens []uint32, pos uint64) uint64 {
-	p := pos * canaryPosMul
+func canaryChain(h uint32, tokens []uint32, pos uint64) uint32 {
+	p := uint32(pos) * canaryPosMul
 	for _, t := range tokens {
 		h += canaryMixP(t, p)
 		p += canaryPosMul
@@ -100,8 +118,8 @@ func canaryChain(h uint64, tokens []uint32, pos uint64) uint64 {
 }
 
 // putCanary encodes the record with chain digest h.
-func putCanary(dst *[CanaryBytes]byte, h uint64) {
-	binary.LittleEndian.PutUint64(dst[:], h)
+func putCanary(dst *[CanaryBytes]byte, h uint32) {
+	binary.LittleEndian.PutUint32(dst[:], h)
 }
 
 // The record of a Mamba state after the first n atoms of a request is
@@ -110,15 +128,15 @@ func putCanary(dst *[CanaryBytes]byte, h uint64) {
 // its slot holds: one forked from the wrong slot stays wrong, and Verify
 // or a later match that forks it reports the mismatch. (n is in the
 // digest already: every term mixes its position.)
-const stateTag = 1 << 63
+const stateTag = 1 << 31
 
-func putState(dst *[CanaryBytes]byte, h uint64) {
-	binary.LittleEndian.PutUint64(dst[:], h^stateTag)
+func putState(dst *[CanaryBytes]byte, h uint32) {
+	binary.LittleEndian.PutUint32(dst[:], h^stateTag)
 }
 
 // putState writes the record of the state after n atoms, chain value h,
 // into slot (n is in h already; callers name it for the reader).
-func (c *Controller) putState(slot int32, h uint64, _ int) error {
+func (c *Controller) putState(slot int32, h uint32, _ int) error {
 	var rec [CanaryBytes]byte
 	putState(&rec, h)
 	c.stats.BytesWritten += CanaryBytes
@@ -127,7 +145,7 @@ func (c *Controller) putState(slot int32, h uint64, _ int) error {
 
 // stateIs reports whether slot holds the record of the state after n
 // atoms with chain value h (n is in h already).
-func (c *Controller) stateIs(slot int32, h uint64, _ int) (bool, error) {
+func (c *Controller) stateIs(slot int32, h uint32, _ int) (bool, error) {
 	var want, got [CanaryBytes]byte
 	putState(&want, h)
 	if err := c.hy.mamba.Read(slot, got[:]); err != nil {
@@ -137,7 +155,7 @@ func (c *Controller) stateIs(slot int32, h uint64, _ int) (bool, error) {
 }
 
 // verifyState checks a state slot like verifyChain checks KV slots.
-func (c *Controller) verifyState(slot int32, h uint64, n int) error {
+func (c *Controller) verifyState(slot int32, h uint32, n int) error {
 	ok, err := c.stateIs(slot, h, n)
 	if err != nil && notHeld(err) {
 		c.stats.CanaryChecked++
@@ -158,12 +176,12 @@ func (c *Controller) verifyState(slot int32, h uint64, n int) error {
 // stateAt returns the chain value of r's state after its first n atoms,
 // derived from r's running state: when that is not the record it should
 // be, the result is deliberately wrong too.
-func (c *Controller) stateAt(r *Request, n int) (uint64, error) {
+func (c *Controller) stateAt(r *Request, n int) (uint32, error) {
 	ok, err := c.stateIs(r.mstate, r.hash, len(r.slots))
 	if err != nil {
 		return 0, err
 	}
-	var h uint64
+	var h uint32
 	switch n {
 	case len(r.slots):
 		h = r.hash
@@ -206,7 +224,7 @@ func (c *Controller) writeComputed(r *Request, start int) error {
 			for ; start < len(slots) && slots[start] >= 0 && int(slots[start]) < len(mem.mem)/mem.sz; start++ {
 				rec := mem.slot(slots[start])
 				h = canaryStep(h, toks[start], uint64(start))
-				binary.LittleEndian.PutUint64(rec, h)
+				binary.LittleEndian.PutUint32(rec, h)
 			}
 		}
 	}
@@ -280,7 +298,7 @@ func (h *hybrid) requestWindow(r *Request) swaWindow {
 // error naming the first one: ErrCanaryMismatch, or the pool's error when
 // a slot could not be read (which counts as no bad slot: the I/O failed,
 // not the data). Call with c.mu held.
-func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, slots []int32, w swaWindow) (uint64, int, error) {
+func (c *Controller) verifyChain(ns core.Namespace, h uint32, tokens []uint32, slots []int32, w swaWindow) (uint32, int, error) {
 	if mem, ok := rawMem(c.kv); ok && w.hi == 0 {
 		// This package's pools: compare in place up to the first
 		// mismatch, then slot by slot through the Pool calls.
@@ -294,7 +312,7 @@ func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, s
 				}
 				g := canaryStep(h, tokens[k], uint64(k))
 				rec := mem.slot(slots[k])
-				if binary.LittleEndian.Uint64(rec) != g {
+				if binary.LittleEndian.Uint32(rec) != g {
 					break
 				}
 				h = g
@@ -323,7 +341,7 @@ func (c *Controller) verifyChain(ns core.Namespace, h uint64, tokens []uint32, s
 // run overlap instead of waiting on one another. That is the
 // slot-by-slot rule all the same: by induction, while every record so far
 // matched, the stored digest is the chain's.
-func verifyRuns(mem []byte, used []uint64, h uint64, tokens []uint32, slots []int32) (uint64, int) {
+func verifyRuns(mem []byte, used []uint64, h uint32, tokens []uint32, slots []int32) (uint32, int) {
 	if rec := recordWords(mem); rec != nil {
 		return verifyWords(rec, used, h, tokens, slots)
 	}
@@ -364,8 +382,8 @@ func verifyRuns(mem []byte, used []uint64, h uint64, tokens []uint32, slots []in
 // run that finds where the run of consecutive slots ends and checks each
 // record on the way (a separate pass to find the run cost as much as the
 // check, RATIONALE.md), then the run's allocation bits a word at a time.
-func verifyWords(rec []uint64, used []uint64, h uint64, tokens []uint32, slots []int32) (uint64, int) {
-	p, k1 := uint64(0), canaryKeys[0]
+func verifyWords(rec []uint32, used []uint64, h uint32, tokens []uint32, slots []int32) (uint32, int) {
+	p, k1 := uint32(0), canaryKeys[0]
 	for k := 0; k < len(slots); {
 		s := slots[k]
 		if s < 0 || int(s) >= len(rec) {
@@ -397,7 +415,7 @@ func verifyWords(rec []uint64, used []uint64, h uint64, tokens []uint32, slots [
 // one before it; it returns the chain value, the next position word and
 // how many records it confirmed. A loop of its own, so that its values
 // stay in registers.
-func checkWords(r []uint64, sl []int32, tk []uint32, h, p, k1 uint64) (uint64, uint64, int) {
+func checkWords(r []uint32, sl []int32, tk []uint32, h, p, k1 uint32) (uint32, uint32, int) {
 	const k2 = canaryK2 // an immediate: the loop is a register short otherwise
 	n := min(len(r), len(sl), len(tk))
 	r, sl, tk = r[:n], sl[:n], tk[:n]
@@ -415,7 +433,7 @@ func checkWords(r []uint64, sl []int32, tk []uint32, h, p, k1 uint64) (uint64, u
 }
 
 // writeWords is writeRun's loop on the records' word view.
-func writeWords(rec []uint64, sl []int32, tk []uint32, h, p, k1, k2 uint64) (uint64, int) {
+func writeWords(rec []uint32, sl []int32, tk []uint32, h, p, k1, k2 uint32) (uint32, int) {
 	n := min(len(rec), len(sl), len(tk))
 	rec, sl, tk = rec[:n], sl[:n], tk[:n]
 	if n == 0 {
@@ -463,9 +481,9 @@ func heldPrefix(used []uint64, s int32, n int) int {
 // should be or'ed together, so a match costs one branch per four slots;
 // a group with a difference is rechecked one record at a time to find
 // the first bad one.
-func checkRun(run []byte, tk []uint32, h, pos uint64) (uint64, int) {
-	w := uint64(canaryPosMul) // a variable: 2*w and up wrap
-	p := pos * w
+func checkRun(run []byte, tk []uint32, h uint32, pos uint64) (uint32, int) {
+	w := uint32(canaryPosMul) // a variable: 2*w and up wrap
+	p := uint32(pos) * w
 	if rec := recordWords(run); rec != nil {
 		rec = rec[:len(tk)]
 		for j, t := range tk {
@@ -483,7 +501,7 @@ func checkRun(run []byte, tk []uint32, h, pos uint64) (uint64, int) {
 	for ; j+4 <= len(tk); j += 4 {
 		r := (*[4 * CanaryBytes]byte)(run[j*CanaryBytes:])
 		t := (*[4]uint32)(tk[j:])
-		d0, d1, d2, d3 := le.Uint64(r[0:]), le.Uint64(r[8:]), le.Uint64(r[16:]), le.Uint64(r[24:])
+		d0, d1, d2, d3 := le.Uint32(r[0:]), le.Uint32(r[4:]), le.Uint32(r[8:]), le.Uint32(r[12:])
 		diff := (d0 - h - canaryMixP(t[0], p)) | (d1 - d0 - canaryMixP(t[1], p+w)) |
 			(d2 - d1 - canaryMixP(t[2], p+2*w)) | (d3 - d2 - canaryMixP(t[3], p+3*w))
 		if diff != 0 {
@@ -492,7 +510,7 @@ func checkRun(run []byte, tk []uint32, h, pos uint64) (uint64, int) {
 		h, p = d3, p+4*w
 	}
 	for ; j < len(tk); j++ {
-		d := le.Uint64(run[j*CanaryBytes:])
+		d := le.Uint32(run[j*CanaryBytes:])
 		if d-h != canaryMixP(tk[j], p) {
 			return h, j
 		}
@@ -507,15 +525,15 @@ var littleEndian = wordview.LittleEndian()
 
 // recordWords views run, records back to back, as its words, or returns
 // nil where that view is not the records' encoding (a big-endian
-// machine) or not a valid one (run not 8-byte aligned; this package's
-// pools are). The checks and writes of a run then cost a load or a store
+// machine) or not a valid one (run not 4-byte aligned; this package's
+// pools are: their memory is word-aligned and a record slot is 4 bytes). The checks and writes of a run then cost a load or a store
 // a record, not a slice, a bounds check and a byte order each: the
 // canary's loops are as much instructions as memory (RATIONALE.md).
-func recordWords(run []byte) []uint64 {
-	if !littleEndian || len(run) < CanaryBytes || uintptr(unsafe.Pointer(unsafe.SliceData(run)))%8 != 0 {
+func recordWords(run []byte) []uint32 {
+	if !littleEndian || len(run) < CanaryBytes || uintptr(unsafe.Pointer(unsafe.SliceData(run)))%CanaryBytes != 0 {
 		return nil
 	}
-	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(run))), len(run)/CanaryBytes)
+	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(run))), len(run)/CanaryBytes)
 }
 
 // writeRun writes the records of tokens tk at positions pos, pos+1, ...
@@ -523,10 +541,10 @@ func recordWords(run []byte) []uint64 {
 // slots[0]+j), stepping the chain from h; it returns the chain value after
 // the last record written and how many it wrote (at least one). run holds
 // a record for each of slots, tk a token for each.
-func writeRun(run []byte, slots []int32, tk []uint32, h, pos uint64) (uint64, int) {
+func writeRun(run []byte, slots []int32, tk []uint32, h uint32, pos uint64) (uint32, int) {
 	if rec := recordWords(run); rec != nil {
 		// One pass: find where the run ends while writing it.
-		return writeWords(rec, slots, tk, h, pos*canaryPosMul, canaryKeys[0], canaryKeys[1])
+		return writeWords(rec, slots, tk, h, uint32(pos)*canaryPosMul, canaryKeys[0], canaryKeys[1])
 	}
 	n, s0 := 1, slots[0]
 	for n < len(slots) && slots[n] == s0+int32(n) {
@@ -537,9 +555,9 @@ func writeRun(run []byte, slots []int32, tk []uint32, h, pos uint64) (uint64, in
 
 // writeRecords is writeRun's loop over one run (len(tk) records): a
 // record a word through recordWords, else four records a bounds check.
-func writeRecords(run []byte, tk []uint32, h, pos uint64) uint64 {
-	w := uint64(canaryPosMul) // a variable: 2*w and up wrap
-	p := pos * w
+func writeRecords(run []byte, tk []uint32, h uint32, pos uint64) uint32 {
+	w := uint32(canaryPosMul) // a variable: 2*w and up wrap
+	p := uint32(pos) * w
 	if rec := recordWords(run); rec != nil {
 		rec = rec[:len(tk)]
 		for j, t := range tk {
@@ -559,22 +577,22 @@ func writeRecords(run []byte, tk []uint32, h, pos uint64) uint64 {
 		h1 := h0 + canaryMixP(t[1], p+w)
 		h2 := h1 + canaryMixP(t[2], p+2*w)
 		h = h2 + canaryMixP(t[3], p+3*w)
-		le.PutUint64(r[0:], h0)
-		le.PutUint64(r[8:], h1)
-		le.PutUint64(r[16:], h2)
-		le.PutUint64(r[24:], h)
+		le.PutUint32(r[0:], h0)
+		le.PutUint32(r[4:], h1)
+		le.PutUint32(r[8:], h2)
+		le.PutUint32(r[12:], h)
 		p += 4 * w
 	}
 	for ; j < len(tk); j++ {
 		h += canaryMixP(tk[j], p)
-		le.PutUint64(run[j*CanaryBytes:], h)
+		le.PutUint32(run[j*CanaryBytes:], h)
 		p += w
 	}
 	return h
 }
 
 // verifyFrom is verifyChain from position k on, through the Pool calls.
-func (c *Controller) verifyFrom(ns core.Namespace, h uint64, tokens []uint32, slots []int32, k int, w swaWindow) (uint64, int, error) {
+func (c *Controller) verifyFrom(ns core.Namespace, h uint32, tokens []uint32, slots []int32, k int, w swaWindow) (uint32, int, error) {
 	var first error
 	bad, checked := 0, len(slots)-k
 	for i := k; i < len(slots); i++ {

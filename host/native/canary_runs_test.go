@@ -21,10 +21,10 @@ func TestVerifyRuns(t *testing.T) {
 	// record of the slot the list names is the one checked.
 	mem := make([]byte, 16*CanaryBytes)
 	used := []uint64{^uint64(0)}
-	tokens, h := []uint32{3, 1, 4, 1}, uint64(99)
+	tokens, h := []uint32{3, 1, 4, 1}, uint32(99)
 	for i, tok := range tokens {
 		h = canaryStep(h, tok, uint64(i))
-		binary.LittleEndian.PutUint64(mem[i*CanaryBytes:], h)
+		binary.LittleEndian.PutUint32(mem[i*CanaryBytes:], h)
 	}
 	if _, k := verifyRuns(mem, used, 99, tokens, []int32{0, 1, 2, 3}); k != 4 {
 		t.Fatalf("the true records: %d of 4 confirmed", k)
@@ -53,13 +53,13 @@ func testVerifyRuns(t *testing.T, nslots, maxLen, jump int) {
 			next++
 		}
 		// Write the true records of the in-range slots, then corrupt some.
-		h0 := rng.Uint64()
+		h0 := rng.Uint32()
 		h := h0
 		for i, s := range slots {
 			h = canaryStep(h, tokens[i], uint64(i))
 			if int(s) < nslots {
 				off := int(s) * CanaryBytes
-				binary.LittleEndian.PutUint64(mem[off:], h)
+				binary.LittleEndian.PutUint32(mem[off:], h)
 			}
 		}
 		for c := rng.IntN(3); c > 0 && n > 0; c-- {
@@ -83,7 +83,7 @@ func testVerifyRuns(t *testing.T, nslots, maxLen, jump int) {
 			}
 			g := canaryStep(wantH, tokens[wantK], uint64(wantK))
 			rec := m.slot(s)
-			if binary.LittleEndian.Uint64(rec) != g {
+			if binary.LittleEndian.Uint32(rec) != g {
 				break
 			}
 			wantH = g
@@ -110,7 +110,7 @@ func TestWriteRun(t *testing.T) {
 		for i := range tokens {
 			tokens[i] = rng.Uint32()
 		}
-		h0, pos := rng.Uint64(), uint64(rng.IntN(1000))
+		h0, pos := rng.Uint32(), uint64(rng.IntN(1000))
 		run := make([]byte, n*CanaryBytes)
 		slots := make([]int32, n)
 		for i := range slots {
@@ -135,7 +135,7 @@ func TestWriteRun(t *testing.T) {
 		h := h0
 		for i, tok := range tokens {
 			h = canaryStep(h, tok, pos+uint64(i))
-			if d := binary.LittleEndian.Uint64(run[i*CanaryBytes:]); d != h {
+			if d := binary.LittleEndian.Uint32(run[i*CanaryBytes:]); d != h {
 				t.Fatalf("trial %d: record %d digest %x, want %x", trial, i, d, h)
 			}
 		}
@@ -171,7 +171,7 @@ func TestWriteRun(t *testing.T) {
 // slots, whole pages of 16 in a shuffled order (as Prefill and a match's
 // verification see them), through writeRun and verifyRuns: in a pool of
 // 4096 slots that fits the cache (the loops' own cost), and in one of 3M
-// slots, 24 MB of records, swept whole each time (with the memory's).
+// slots, 12 MB of records, swept whole each time (with the memory's).
 func BenchmarkCanaryRecords(b *testing.B) {
 	for _, n := range []int{4096, 3_000_000} {
 		mem := make([]byte, n*CanaryBytes)
@@ -192,7 +192,7 @@ func BenchmarkCanaryRecords(b *testing.B) {
 		name := fmt.Sprintf("%dk", n/1000)
 		b.Run(name+"/write", func(b *testing.B) {
 			for b.Loop() {
-				h := uint64(1)
+				h := uint32(1)
 				for p := 0; p < n; {
 					var k int
 					h, k = writeRun(mem[int(slots[p])*CanaryBytes:], slots[p:], tokens[p:], h, uint64(p))

@@ -23,7 +23,7 @@ func record(ns core.Namespace, tokens []uint32, pos int) [CanaryBytes]byte {
 func TestCanaryRecord(t *testing.T) {
 	ns := core.Namespace{}
 	for _, pos := range []uint64{0, 1, 7, 1 << 20} {
-		seen := make(map[uint64]uint32, 1<<16)
+		seen := make(map[uint32]uint32, 1<<16)
 		for tok := range uint32(1 << 16) {
 			d := canaryStep(12345, tok*0x9e3779b1, pos) // spread over the 32 bits
 			if prev, dup := seen[d]; dup {

@@ -237,7 +237,7 @@ func TestControllerHost_CanaryCatchesHostCorruption(t *testing.T) {
 			c, p := setup(t, newEngine)
 			s := findRecord(t, p.host[core.Full], x, 5)
 			require.GreaterOrEqual(t, s, int32(0))
-			require.NoError(t, p.host[core.Full].Write(s, []byte("garbage")))
+			require.NoError(t, p.host[core.Full].Write(s, []byte("junk")))
 			require.NoError(t, c.Audit(), "the slot still holds a (wrong) record")
 			_, err := c.Arrive(core.Namespace{}, x)
 			require.ErrorIs(t, err, ErrCanaryMismatch)
@@ -262,7 +262,7 @@ func TestControllerHost_CanaryCatchesHostCorruption(t *testing.T) {
 			c, p := setup(t, newEngine)
 			s := findRecord(t, p.host[core.SWA], x, 14) // inside the last window
 			require.GreaterOrEqual(t, s, int32(0))
-			require.NoError(t, p.host[core.SWA].Write(s, []byte("garbage")))
+			require.NoError(t, p.host[core.SWA].Write(s, []byte("junk")))
 			_, err := c.Arrive(core.Namespace{}, x)
 			require.ErrorIs(t, err, ErrCanaryMismatch)
 			require.Contains(t, err.Error(), "position 14 SWA slot")
@@ -277,7 +277,7 @@ func TestControllerHost_CanaryCatchesHostCorruption(t *testing.T) {
 			corrupted := 0
 			for s := range int32(h.Capacity()) {
 				if h.Read(s, rec[:]) == nil && rec == want {
-					require.NoError(t, h.Write(s, []byte("garbage")))
+					require.NoError(t, h.Write(s, []byte("junk")))
 					corrupted++
 				}
 			}

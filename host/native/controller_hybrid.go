@@ -420,7 +420,7 @@ func (c *Controller) snapshotState(r *Request, n int) (int32, error) {
 	if n == len(r.slots) {
 		err = c.copyOne(core.Mamba, slot, r.mstate)
 	} else if c.cfg.Canary {
-		var h uint64
+		var h uint32
 		if h, err = c.stateAt(r, n); err == nil {
 			err = c.putState(slot, h, n)
 		}

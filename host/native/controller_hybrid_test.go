@@ -443,7 +443,7 @@ func TestController_HybridCanary(t *testing.T) {
 	}
 	t.Run("swa bytes", func(t *testing.T) {
 		c, p, m := setup(t)
-		require.NoError(t, p.swa.Write(c.hy.swaOf[m.Indices[14]], []byte("garbage")))
+		require.NoError(t, p.swa.Write(c.hy.swaOf[m.Indices[14]], []byte("junk")))
 		require.ErrorIs(t, c.Audit(), ErrCanaryMismatch)
 		_, err := c.Arrive(core.Namespace{}, x)
 		require.ErrorIs(t, err, ErrCanaryMismatch)
@@ -462,7 +462,7 @@ func TestController_HybridCanary(t *testing.T) {
 	})
 	t.Run("mamba state", func(t *testing.T) {
 		c, p, m := setup(t)
-		require.NoError(t, p.mamba.Write(m.MambaSlot, []byte("garbage")))
+		require.NoError(t, p.mamba.Write(m.MambaSlot, []byte("junk")))
 		_, err := c.Arrive(core.Namespace{}, x)
 		require.ErrorIs(t, err, ErrCanaryMismatch)
 		require.Contains(t, err.Error(), "mamba state slot")
@@ -472,7 +472,7 @@ func TestController_HybridCanary(t *testing.T) {
 		r, err := c.Arrive(core.Namespace{}, cat(x, seq(50, 4)))
 		require.NoError(t, err)
 		require.NoError(t, c.Verify(r))
-		require.NoError(t, p.mamba.Write(r.MambaSlot(), []byte("garbage")))
+		require.NoError(t, p.mamba.Write(r.MambaSlot(), []byte("junk")))
 		require.NoError(t, c.Prefill(r, r.Pending()), "the state advances from what it holds")
 		require.ErrorIs(t, c.Verify(r), ErrCanaryMismatch, "and stays wrong")
 		require.NoError(t, c.Finish(r))

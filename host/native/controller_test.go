@@ -337,7 +337,7 @@ func TestController_CanaryCatchesCorruption(t *testing.T) {
 		require.ErrorIs(t, c.VerifyMatch(core.Namespace{}, p, got[1:]), ErrCanaryMismatch, "shifted")
 		require.ErrorIs(t, c.VerifyMatch(core.Namespace{}, p[:2], got), ErrInvalidArgument)
 
-		require.NoError(t, kv.Write(got[5], []byte("garbage")))
+		require.NoError(t, kv.Write(got[5], []byte("junk")))
 		_, err = c.Arrive(core.Namespace{}, p)
 		require.ErrorIs(t, err, ErrCanaryMismatch)
 		require.Contains(t, err.Error(), "position 5")

@@ -210,8 +210,9 @@
 // allocation bit meanwhile; other pools and loose slots are zeroed as they
 // are freed. [Controller.Verify] and
 // [Controller.VerifyMatch] (and ControllerConfig.VerifyMatches, on every
-// arrival) then prove that the slots a match hands back hold exactly the
-// data of that prefix: nothing lost, recycled or mixed between tenants.
+// arrival) then check that the slots a match hands back hold exactly the
+// data of that prefix: nothing lost, recycled or mixed between tenants
+// (a wrong slot slips by with chance 2^-32; see [CanaryBytes]).
 // In hybrid trees the SWA slot of each Full slot holds the same record
 // (matches check the last window's, Audit every mapped pair, so a wrong
 // remap or free shows), and a Mamba state holds a record of the prefix it

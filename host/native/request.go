@@ -27,7 +27,7 @@ type Request struct {
 	hostHit   int // part of cached loaded back from the host on arrival
 	last      core.NodeID
 	rcpt      core.Receipt
-	hash      uint64 // canary chain over tokens[:len(slots)]
+	hash      uint32 // canary chain over tokens[:len(slots)]
 	// spare slots follow slots in its backing array: the unused rest of
 	// the last page a paged pool gave it (0 with slot pools).
 	spare int
@@ -59,7 +59,7 @@ type Request struct {
 	// chain at the last checkpoint length (a multiple of the grid).
 	mstate int32
 	ckLen  int
-	ckHash uint64
+	ckHash uint32
 }
 
 // Namespace returns the request's namespace.
