@@ -35,12 +35,11 @@ import (
 // 32 bits, not 64: a record is the bytes the canary adds to every slot
 // write and check, and at millions of slots the write path waits on
 // memory, not on the mixer. What that gives up is the per-slot miss
-// chance, 2^-32 instead of 2^-64. The canary is a test oracle for the
-// controller's bookkeeping, and a bookkeeping defect misplaces many slots,
-// each of which must slip by on its own; a wrong slot that does slip by
-// is still the previous record of the next slot's check, which then fails
-// unless its own 2^-32 accident happens too. See RATIONALE.md, "What the
-// canary costs".
+// chance, 2^-32 instead of 2^-64; the certain catches above stay certain.
+// The canary is a test oracle for the controller's bookkeeping, and a
+// bookkeeping defect misplaces many slots over and over: to go unseen,
+// every occurrence must hold the expected records by accident, and one
+// miss shows it. See RATIONALE.md, "What the canary costs".
 const CanaryBytes = 4
 
 // canarySeed derives the chain seed from every namespace field
