@@ -46,9 +46,6 @@ func TestInsertAfterMatch_Differential(t *testing.T) {
 					t.Fatal(err)
 				}
 				b, _ := New(cfg)
-				if pol == "lfu" {
-					a.matchPath = make([]int32, 0, 2) // deeper paths are recorded in part
-				}
 				rng := rand.New(rand.NewSource(int64(page)))
 				seq := func() []uint32 {
 					q := make([]uint32, 1+rng.Intn(24))

@@ -114,8 +114,6 @@ type insertState struct {
 	// while the tree's shape is provenShape (InsertParams.AfterMatch).
 	proven      int
 	provenShape uint64
-	path        []int32 // the match's path; the walk has taken pathAt of it
-	pathAt      int
 	value       []int32 // aligned slots
 	L           int
 	ns          uint32
@@ -269,7 +267,7 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 	}
 	if m := &t.lastMatch; p.AfterMatch && m.atoms > 0 && m.shape == t.shape && s.ns == m.ns &&
 		len(p.Tokens) <= m.ntok && &p.Tokens[0] == m.tok {
-		s.proven, s.provenShape, s.path = min(m.atoms, L), m.shape, m.path
+		s.proven, s.provenShape = min(m.atoms, L), m.shape
 	}
 	if p.TrackAdopted {
 		s.res.Adopted = make([][]Range, numComponents)
@@ -367,28 +365,21 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 	c := s.cursor
 	wd := t.cfg.width
 	var child int32 = nilIdx
-	p := -1
-	if s.pathAt < len(s.path) && t.shape == s.provenShape {
-		// Nothing changed since the match walked this path: its next
-		// node is this step's child if the match compared all its key.
-		if j := s.path[s.pathAt]; c+t.keyAtoms(&t.nodes[j]) <= s.proven {
-			child, p = j, t.keyAtoms(&t.nodes[j])
-			s.pathAt++
-		}
+	if c < s.L {
+		child = t.lookup(s.node, s.ns, s.key[c*wd:])
 	}
-	if p < 0 {
-		s.path = nil // the walk left the match's path for good
-		if c < s.L {
-			child = t.lookup(s.node, s.ns, s.key[c*wd:])
-		}
-		if child == nilIdx {
-			s.phase = phaseCommit
-			return nil
-		}
-		p = t.matchLen(s.key[c*wd:], t.nodes[child].key)
+	if child == nilIdx {
+		s.phase = phaseCommit
+		return nil
 	}
 	t.touch(child)
 	i := child
+	var p int
+	if n := t.keyAtoms(&t.nodes[child]); c+n <= s.proven && t.shape == s.provenShape {
+		p = n // the match compared this node's key, and nothing changed since
+	} else {
+		p = t.matchLen(s.key[c*wd:], t.nodes[child].key)
+	}
 	if p < t.keyAtoms(&t.nodes[child]) {
 		var err error
 		if i, err = t.insertSplit(s, child, p); err != nil {

@@ -47,9 +47,6 @@ type MatchResult struct {
 // (whose first word is at tok) equal the keys of the path it walked in
 // namespace ns, while the tree's shape is still shape.
 type matchMark struct {
-	// path is the nodes the walk passed, root's child first (the tree's
-	// matchPath buffer).
-	path  []int32
 	tok   *uint32
 	ntok  int
 	ns    uint32
@@ -92,7 +89,7 @@ func (t *Tree) Match(dst []int32, ns Namespace, tokens []uint32) (MatchResult, e
 		}
 		// The walk compared w.fullHit atoms, ending on a node boundary
 		// (a partial node was split), after its own splits.
-		t.lastMatch = matchMark{path: t.matchPath, tok: &tokens[0], ntok: len(tokens), ns: nsID, atoms: w.fullHit, shape: t.shape}
+		t.lastMatch = matchMark{tok: &tokens[0], ntok: len(tokens), ns: nsID, atoms: w.fullHit, shape: t.shape}
 	}
 	r.Indices = r.Indices[:len(dst)+w.deviceLen]
 	r.DeviceLen = w.deviceLen
@@ -154,15 +151,6 @@ func (t *Tree) matchWalk(w *matchWalk, dst []int32, ns uint32, q []uint32, L int
 	var acts []Action
 	wd := t.cfg.width
 	cur, off := rootIdx, 0
-	// A suspended insert may hold the previous path: refill it only
-	// under a new shape.
-	t.shape++
-	if t.matchPath == nil {
-		// Fixed: a deeper path is recorded only in part (the insert
-		// looks up the rest), so the steady state allocates nothing.
-		t.matchPath = make([]int32, 0, 64)
-	}
-	t.matchPath = t.matchPath[:0]
 	for off < L {
 		child := t.lookup(cur, ns, q[off*wd:])
 		if child == nilIdx {
@@ -180,9 +168,6 @@ func (t *Tree) matchWalk(w *matchWalk, dst []int32, ns uint32, q []uint32, L int
 				return dst, nil, err
 			}
 			acts = more
-			if len(t.matchPath) < cap(t.matchPath) {
-				t.matchPath = append(t.matchPath, prefix)
-			}
 			if v := t.nodes[prefix].dev[Full]; v != nil {
 				dst = append(dst, v...)
 			}
@@ -191,9 +176,6 @@ func (t *Tree) matchWalk(w *matchWalk, dst []int32, ns uint32, q []uint32, L int
 		}
 		if v := c.dev[Full]; v != nil {
 			dst = append(dst, v...)
-		}
-		if len(t.matchPath) < cap(t.matchPath) {
-			t.matchPath = append(t.matchPath, child)
 		}
 		cur = child
 		accept(child)

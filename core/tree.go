@@ -31,11 +31,10 @@ type Tree struct {
 	edges map[edgeKey]int32
 	tick  int64
 	// shape counts changes to node keys and parent-child edges (alloc,
-	// release, link, unlink, setKey, Reset, and each Match); lastMatch is what the last
+	// release, link, unlink, setKey, Reset); lastMatch is what the last
 	// Match compared, valid while shape is unchanged (InsertParams.AfterMatch).
 	shape     uint64
 	lastMatch matchMark
-	matchPath []int32
 	// inflation is gdsf's aging level: the credit of the last victim.
 	inflation int64
 	// adapt is the adaptive policy's learning state (adaptive.go).
