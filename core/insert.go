@@ -42,6 +42,16 @@ type InsertParams struct {
 	// trees and ignored otherwise. The tree adopts it unless the target
 	// node already has a state (InsertResult.MambaExist).
 	MambaSlot int32
+	// AfterMatch is the caller's promise that Tokens are a prefix of the
+	// tokens of the tree's last Match, in the same buffer and unchanged
+	// since (an in-process caller that owns that buffer, such as the
+	// wasm dispatcher). The insert's walk then skips comparing the keys
+	// that Match compared, as long as no node key or edge changed since
+	// (the tree checks that, and that Tokens start where the match's did;
+	// otherwise it compares as without the promise). Results are the
+	// same either way; a false promise can cache tokens under the wrong
+	// prefix.
+	AfterMatch bool
 }
 
 // Range is a half-open atom range [Start, End) of an insert key.
@@ -92,20 +102,24 @@ const (
 // the insert suspends at a barrier they are copied into buffers the tree
 // owns (keyBuf, valBuf), so the caller may reuse its own between steps.
 type insertState struct {
-	active   bool
-	owned    bool
-	keyBuf   []uint32
-	valBuf   []int32
-	phase    insertPhase
-	node     int32
-	nodeGen  uint32
-	key      []uint32 // aligned key words
-	value    []int32  // aligned slots
-	L        int
-	ns       uint32
-	prev     int
-	session  string
-	priority int64
+	active  bool
+	owned   bool
+	keyBuf  []uint32
+	valBuf  []int32
+	phase   insertPhase
+	node    int32
+	nodeGen uint32
+	key     []uint32 // aligned key words
+	// The first proven atoms of key are known equal to the path's keys
+	// while the tree's shape is provenShape (InsertParams.AfterMatch).
+	proven      int
+	provenShape uint64
+	value       []int32 // aligned slots
+	L           int
+	ns          uint32
+	prev        int
+	session     string
+	priority    int64
 	// auxiliary components' inputs
 	swaEvicted   int
 	swaBranching int
@@ -251,6 +265,10 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 		mambaSlot:    p.MambaSlot,
 		res:          InsertResult{TotalLen: L},
 	}
+	if m := &t.lastMatch; p.AfterMatch && m.atoms > 0 && m.shape == t.shape && s.ns == m.ns &&
+		len(p.Tokens) <= m.ntok && &p.Tokens[0] == m.tok {
+		s.proven, s.provenShape = min(m.atoms, L), m.shape
+	}
 	if p.TrackAdopted {
 		s.res.Adopted = make([][]Range, numComponents)
 	}
@@ -356,7 +374,12 @@ func (t *Tree) insertWalkStep(s *insertState) error {
 	}
 	t.touch(child)
 	i := child
-	p := t.matchLen(s.key[c*wd:], t.nodes[child].key)
+	var p int
+	if n := t.keyAtoms(&t.nodes[child]); c+n <= s.proven && t.shape == s.provenShape {
+		p = n // the match compared this node's key, and nothing changed since
+	} else {
+		p = t.matchLen(s.key[c*wd:], t.nodes[child].key)
+	}
 	if p < t.keyAtoms(&t.nodes[child]) {
 		var err error
 		if i, err = t.insertSplit(s, child, p); err != nil {

@@ -43,6 +43,17 @@ type MatchResult struct {
 	Actions []Action
 }
 
+// matchMark is what a Match compared: the first atoms atoms of tokens
+// (whose first word is at tok) equal the keys of the path it walked in
+// namespace ns, while the tree's shape is still shape.
+type matchMark struct {
+	tok   *uint32
+	ntok  int
+	ns    uint32
+	atoms int
+	shape uint64
+}
+
 // matchWalk carries the walk's outcome to the component finalisers.
 type matchWalk struct {
 	best, bestDevice int32
@@ -62,6 +73,7 @@ func (t *Tree) Match(dst []int32, ns Namespace, tokens []uint32) (MatchResult, e
 	if err := t.checkUsable(); err != nil {
 		return r, err
 	}
+	t.lastMatch = matchMark{}
 	q, L := t.atomsOf(tokens)
 	root := t.handle(rootIdx)
 	r.LastDevice, r.LastHost, r.Best = root, root, root
@@ -75,6 +87,9 @@ func (t *Tree) Match(dst []int32, ns Namespace, tokens []uint32) (MatchResult, e
 		if r.Indices, r.Actions, err = t.matchWalk(&w, r.Indices, nsID, q, L); err != nil {
 			return MatchResult{Indices: dst, SWABranchingSeqlen: -1, MambaBranchingSeqlen: -1, MambaSlot: -1}, err
 		}
+		// The walk compared w.fullHit atoms, ending on a node boundary
+		// (a partial node was split), after its own splits.
+		t.lastMatch = matchMark{tok: &tokens[0], ntok: len(tokens), ns: nsID, atoms: w.fullHit, shape: t.shape}
 	}
 	r.Indices = r.Indices[:len(dst)+w.deviceLen]
 	r.DeviceLen = w.deviceLen
@@ -238,6 +253,7 @@ func (t *Tree) split(child int32, at int, acts []Action) (int32, []Action, error
 	}
 	splitDigests(p, c, at/t.cfg.page)
 	c.key = key[at*wd:]
+	t.shape++
 	c.parent, c.pos, c.edgeNext = nilIdx, -1, nilIdx
 	// link counts the child as a device child of the prefix; the parent's
 	// count is unchanged because the prefix replaced a node of the same

@@ -126,6 +126,7 @@ func (t *Tree) resolve(id NodeID) (int32, error) {
 // alloc takes a slot from the free list (or grows the arena) and stamps a
 // fresh tick into its creation and access times.
 func (t *Tree) alloc(ns uint32, key []uint32) int32 {
+	t.shape++
 	var i int32
 	if k := len(t.free); k > 0 {
 		i = t.free[k-1]
@@ -159,6 +160,7 @@ func (t *Tree) alloc(ns uint32, key []uint32) int32 {
 // release returns a detached node's slot to the free list; its generation
 // moves on when the slot is reused, and live=false makes handles stale now.
 func (t *Tree) release(i int32) {
+	t.shape++
 	n := &t.nodes[i]
 	n.live = false
 	for tr := range numTiers {
@@ -202,6 +204,7 @@ func (t *Tree) lookup(parent int32, ns uint32, q []uint32) int32 {
 
 // link attaches child under parent: children list and edge map.
 func (t *Tree) link(parent, child int32) {
+	t.shape++
 	c := &t.nodes[child]
 	c.parent = parent
 	p := &t.nodes[parent]
@@ -225,6 +228,7 @@ func (t *Tree) link(parent, child int32) {
 
 // unlink detaches child from its parent: children list and edge map.
 func (t *Tree) unlink(child int32) {
+	t.shape++
 	c := &t.nodes[child]
 	parent := c.parent
 	p := &t.nodes[parent]
@@ -304,6 +308,7 @@ func (t *Tree) growChildren(p *node) {
 
 // setKey gives node i a copy of key in key storage of its own.
 func (t *Tree) setKey(i int32, key []uint32) {
+	t.shape++
 	n := &t.nodes[i]
 	n.key, n.keyAt = t.keys.clone(key)
 }

@@ -30,6 +30,11 @@ type Tree struct {
 	free  []int32
 	edges map[edgeKey]int32
 	tick  int64
+	// shape counts changes to node keys and parent-child edges (alloc,
+	// release, link, unlink, setKey, Reset); lastMatch is what the last
+	// Match compared, valid while shape is unchanged (InsertParams.AfterMatch).
+	shape     uint64
+	lastMatch matchMark
 	// inflation is gdsf's aging level: the credit of the last victim.
 	inflation int64
 	// adapt is the adaptive policy's learning state (adaptive.go).
@@ -147,6 +152,8 @@ func (t *Tree) initRoot() {
 // AllBlocksCleared.
 // Interned namespaces are kept (they carry no cached data).
 func (t *Tree) Reset() {
+	t.shape++
+	t.lastMatch = matchMark{}
 	t.keys.reset()
 	t.vals.reset()
 	t.kids.reset()

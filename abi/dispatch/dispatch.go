@@ -485,7 +485,10 @@ func (d *Dispatcher) matchedParams(inst *instance, q *abi.Request) (core.InsertP
 	}
 	p.Tokens = nil
 	if m.Tokens > 0 {
-		p.Tokens = inst.matchTok[:m.Tokens]
+		// The tree's last Match read these tokens in this buffer, which
+		// the instance has owned since: the insert may skip comparing
+		// what the match compared (core checks the tree is unchanged).
+		p.Tokens, p.AfterMatch = inst.matchTok[:m.Tokens], true
 	}
 	if k := int(m.Slots); k > 0 {
 		// The codec decoded the sent slots k entries into the request's
