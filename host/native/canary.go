@@ -8,7 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/radixkv/radixkv/core"
-	"github.com/radixkv/radixkv/internal/wordview"
 )
 
 // CanaryBytes is the size of the canary record the controller writes at
@@ -517,10 +516,6 @@ func checkRun(run []byte, tk []uint32, h uint32, pos uint64) (uint32, int) {
 	}
 	return h, len(tk)
 }
-
-// littleEndian: records are little-endian words, so on such a machine
-// their bytes are the words' own.
-var littleEndian = wordview.LittleEndian()
 
 // recordWords views run, records back to back, as its words, or returns
 // nil where that view is not the records' encoding (a big-endian

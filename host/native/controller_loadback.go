@@ -256,7 +256,7 @@ func (c *Controller) awaitLoad(r *Request) error {
 	if err != nil {
 		c.live--
 		r.done = true
-		c.recycle(r.ownTokens(), r.slots)
+		c.recycle(r, r.slots)
 		r.tokens, r.slots = nil, nil
 	}
 	return err

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
-	"unsafe"
 
 	"github.com/radixkv/radixkv/core"
 	"github.com/radixkv/radixkv/internal/wordview"
@@ -770,33 +769,17 @@ func (p *slotPool) Allocated(dst []int32) ([]int32, error) {
 // is the word s | (s+1)<<32); elsewhere, and at an unaligned head or an
 // odd tail, one at a time.
 
-var poolLittleEndian = wordview.LittleEndian()
-
 // pairStep advances a pair word by two slots in each half.
 const pairStep = 2 | 2<<32
 
 func slotPair(s int32) uint64 { return uint64(uint32(s)) | uint64(uint32(s+1))<<32 }
 
-// slotWords views the words of v from its first 8-byte-aligned one: head
-// is the number of words before (0 or 1), mid the 64-bit words after it
-// (an odd last word is left out). Only aligned memory is viewed, so the
-// conversion is valid for checkptr (-race builds).
-func slotWords(v []int32) (head int, mid []uint64) {
-	if uintptr(unsafe.Pointer(unsafe.SliceData(v)))%8 != 0 {
-		head = 1
-	}
-	if n := (len(v) - head) / 2; n > 0 {
-		mid = unsafe.Slice((*uint64)(unsafe.Pointer(&v[head])), n)
-	}
-	return head, mid
-}
-
 // fillSeq sets out[i] = base+i. base+len(out) must not pass 2^31 (the
 // slots of a pool do not).
 func fillSeq(out []int32, base int32) {
 	i := 0
-	if poolLittleEndian && len(out) >= 8 {
-		head, u := slotWords(out)
+	if littleEndian && len(out) >= 8 {
+		head, u := wordview.Words64(out)
 		if head == 1 {
 			out[0] = base
 		}
@@ -826,8 +809,8 @@ func seqLen(s []int32) int {
 		return 0
 	}
 	base, i := s[0], 0
-	if poolLittleEndian && len(s) >= 8 {
-		head, u := slotWords(s)
+	if littleEndian && len(s) >= 8 {
+		head, u := wordview.Words64(s)
 		v := slotPair(base + int32(head))
 		j := 0
 		for ; j+4 <= len(u); j += 4 {

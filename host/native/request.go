@@ -229,11 +229,11 @@ func (c *Controller) arrive(old *Request, ns core.Namespace, tokens []uint32, le
 	}
 	m, err := c.eng.Match(c.spareSlotBuf(len(tokens)), ns, tokens)
 	if err != nil {
-		c.recycle(r.ownTokens(), nil)
+		c.recycle(r, nil)
 		return nil, err
 	}
 	if err := c.execute(m.Actions); err != nil {
-		c.recycle(r.ownTokens(), m.Indices)
+		c.recycle(r, m.Indices)
 		return nil, err
 	}
 	hostHit := 0
@@ -241,7 +241,7 @@ func (c *Controller) arrive(old *Request, ns core.Namespace, tokens []uint32, le
 		// A host hit: load it back and match again.
 		j, loaded, err := c.startLoadBack(m.Best)
 		if err != nil {
-			c.recycle(r.ownTokens(), m.Indices)
+			c.recycle(r, m.Indices)
 			return nil, err
 		}
 		if j != nil {
@@ -264,7 +264,7 @@ func (c *Controller) arrive(old *Request, ns core.Namespace, tokens []uint32, le
 			err = c.execute(m.Actions)
 		}
 		if err != nil {
-			c.recycle(r.ownTokens(), m.Indices)
+			c.recycle(r, m.Indices)
 			return nil, err
 		}
 		if loaded {
@@ -273,7 +273,7 @@ func (c *Controller) arrive(old *Request, ns core.Namespace, tokens []uint32, le
 		}
 	}
 	if err := c.arriveMatched(r, m, hostHit, nil); err != nil {
-		c.recycle(r.ownTokens(), r.slots)
+		c.recycle(r, r.slots)
 		r.tokens, r.slots = nil, nil
 		return nil, err
 	}
@@ -305,16 +305,16 @@ func (c *Controller) arriveLocked(r *Request, ml MatchLocker) error {
 	if err != nil {
 		// A failed lock leaves the match standing, and its actions due.
 		err = errors.Join(err, c.execute(m.Actions))
-		c.recycle(r.ownTokens(), nil)
+		c.recycle(r, nil)
 		return err
 	}
 	if err := c.execute(m.Actions); err != nil {
 		err = errors.Join(err, c.eng.Unlock(m.LastDevice, rc, false))
-		c.recycle(r.ownTokens(), m.Indices)
+		c.recycle(r, m.Indices)
 		return err
 	}
 	if err := c.arriveMatched(r, m, 0, &rc); err != nil {
-		c.recycle(r.ownTokens(), r.slots)
+		c.recycle(r, r.slots)
 		r.tokens, r.slots = nil, nil
 		return err
 	}
@@ -555,7 +555,7 @@ func (c *Controller) retire(r *Request) {
 	}
 	c.live--
 	r.done = true
-	c.recycle(r.ownTokens(), r.slots)
+	c.recycle(r, r.slots)
 	r.tokens, r.slots = nil, nil
 }
 
@@ -762,7 +762,7 @@ func (c *Controller) Abort(r *Request) error {
 		err := c.abandonLoad(j)
 		c.live--
 		r.done = true
-		c.recycle(r.ownTokens(), nil)
+		c.recycle(r, nil)
 		r.tokens = nil
 		c.stats.Aborted++
 		return err
@@ -788,18 +788,13 @@ const maxSpare = 64
 func (c *Controller) spareTokenBuf(n int) []uint32 { return popSpare(&c.spareTokens, n) }
 func (c *Controller) spareSlotBuf(n int) []int32   { return popSpare(&c.spareSlots, n) }
 
-// ownTokens is r's token buffer when the controller owns it (to
-// recycle), nil when it is the caller's (ArriveBorrowing).
-func (r *Request) ownTokens() []uint32 {
-	if r.lent {
-		return nil
+// recycle keeps a finished request's buffers for later arrivals: its
+// tokens unless they are the caller's (ArriveBorrowing), and slots (r may
+// be nil: slots only).
+func (c *Controller) recycle(r *Request, slots []int32) {
+	if r != nil && !r.lent {
+		pushSpare(&c.spareTokens, r.tokens)
 	}
-	return r.tokens
-}
-
-// recycle keeps a finished request's buffers for later arrivals.
-func (c *Controller) recycle(tokens []uint32, slots []int32) {
-	pushSpare(&c.spareTokens, tokens)
 	pushSpare(&c.spareSlots, slots)
 }
 

@@ -12,7 +12,12 @@ import (
 // portable codec's exactly (abi.TestSetWordCopier); big-endian hosts keep
 // the portable loops.
 func init() {
-	if wordview.LittleEndian() {
+	if littleEndian {
 		abi.SetWordCopier(wordview.Copier{})
 	}
 }
+
+// littleEndian: words in memory are in wire (and canary record) byte
+// order, so this package's word views (the codec's copier, canary
+// records, pool slot runs) are valid; elsewhere they fall back to loops.
+var littleEndian = wordview.LittleEndian()

@@ -10,10 +10,11 @@ import "unsafe"
 // stay valid for the checkptr instrumentation of -race builds.
 type Kernels struct{}
 
-// u64s views the words of v from its first 8-byte-aligned one: head is
-// the unaligned word before (0 or 1 of them), mid the 64-bit words, and
-// tail the last odd word (or none).
-func u64s[T uint32 | int32](v []T) (head int, mid []uint64) {
+// Words64 views the words of v from its first 8-byte-aligned one as
+// 64-bit words: head is the number of words before (0 or 1), mid the
+// 64-bit words after it (an odd last word is left out). Only aligned
+// memory is viewed, so the conversion is valid for checkptr (-race).
+func Words64[T uint32 | int32](v []T) (head int, mid []uint64) {
 	if len(v) == 0 {
 		return 0, nil
 	}
@@ -30,7 +31,7 @@ func u64s[T uint32 | int32](v []T) (head int, mid []uint64) {
 // AnyNegative reports whether any of s is negative: the sign bits of
 // both halves of the OR of all 64-bit words.
 func (Kernels) AnyNegative(s []int32) bool {
-	head, u := u64s(s)
+	head, u := Words64(s)
 	var or uint64
 	for len(u) >= 8 {
 		x := (*[8]uint64)(u)
@@ -58,8 +59,8 @@ func (Kernels) Mismatch(a, b []uint32) int {
 	a, b = a[:n], b[:n]
 	i := 0
 	if pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b))); n > 0 && pa%8 == pb%8 {
-		head, u := u64s(a)
-		_, v := u64s(b)
+		head, u := Words64(a)
+		_, v := Words64(b)
 		if head == 1 {
 			if a[0] != b[0] {
 				return 0
