@@ -248,7 +248,9 @@ func DecodeResponse(r *Response, b []byte) error {
 // a response's action list and action slots, and a take_events
 // response's event list with its block hashes and token ids, live in
 // these buffers and stay valid until the next decode with the same
-// Scratch — the same lifetime core gives its own actions. Reused buffers
+// Scratch — the same lifetime core gives its own actions. With a viewer
+// (SetWordViewer) the slot lists and token ids may be views of the
+// decoded bytes instead, valid while those are unchanged too. Reused buffers
 // spare a host the fresh allocation (and first-touch page faults) of
 // every evicted slot list.
 type Scratch struct {
@@ -257,6 +259,7 @@ type Scratch struct {
 	events []core.Event
 	hashes []int64
 	tokens []uint32
+	view   WordViewer // see SetWordViewer
 }
 
 // reset empties s's buffers, keeping their capacity. The event list is
@@ -518,6 +521,9 @@ func (d *reader) actionSlots(field string) []int32 {
 	if d.s == nil {
 		return d.i32s(field, nil)
 	}
+	if v, ok := d.viewI32s(field); ok {
+		return v
+	}
 	k := len(d.s.slots)
 	d.s.slots = d.appendI32s(field, d.s.slots)
 	if len(d.s.slots) == k {
@@ -555,10 +561,14 @@ func (d *reader) events() []core.Event {
 			if len(d.s.hashes) > k {
 				e.BlockHashes = d.s.hashes[k:len(d.s.hashes):len(d.s.hashes)]
 			}
-			k = len(d.s.tokens)
-			d.s.tokens = d.appendU32s("event.token_ids", d.s.tokens)
-			if len(d.s.tokens) > k {
-				e.TokenIDs = d.s.tokens[k:len(d.s.tokens):len(d.s.tokens)]
+			if v, ok := d.viewU32s("event.token_ids"); ok {
+				e.TokenIDs = v
+			} else {
+				k = len(d.s.tokens)
+				d.s.tokens = d.appendU32s("event.token_ids", d.s.tokens)
+				if len(d.s.tokens) > k {
+					e.TokenIDs = d.s.tokens[k:len(d.s.tokens):len(d.s.tokens)]
+				}
 			}
 		} else {
 			e.BlockHashes = d.appendI64s("event.block_hashes", nil)

@@ -120,9 +120,7 @@ func (c *Controller) ensure(comp core.Component, p Pool, n int) error {
 // execute runs actions in order. A failing action does not stop the
 // rest (their frees would leak); the first error is returned.
 func (c *Controller) execute(acts []core.Action) error {
-	if c.ht != nil {
-		acts = c.ht.stable(acts)
-	}
+	acts = stable(acts)
 	var first error
 	for k := range acts {
 		if err := c.executeOne(&acts[k]); err != nil && first == nil {

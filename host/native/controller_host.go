@@ -83,8 +83,9 @@ func (h *hostTier) hold(comp core.Component, slots []int32) error {
 
 // stable returns acts, deep-copied when an action that calls back into
 // the engine (a backup, a Mamba path cap) precedes others: the engine may
-// reuse the buffers of the later actions on that call.
-func (h *hostTier) stable(acts []core.Action) []core.Action {
+// reuse the buffers of the later actions on that call (a wire engine's
+// slot lists are views of its last response).
+func stable(acts []core.Action) []core.Action {
 	k := 0
 	for ; k < len(acts)-1; k++ {
 		if a := acts[k].Kind; a == core.ActionBackupKV || a == core.ActionMambaEvictExcessPathStates {
@@ -229,7 +230,7 @@ func (c *Controller) evictToHost(comp core.Component, id core.NodeID) error {
 // (or of the demotion or drop that ends one), counting the evicted nodes
 // and tokens; a BackupKV hands its leaf to the host (write-back).
 func (c *Controller) executeEviction(comp core.Component, acts []core.Action) error {
-	acts = c.ht.stable(acts)
+	acts = stable(acts)
 	var first error
 	keep := func(err error) {
 		if err != nil && first == nil {

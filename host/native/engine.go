@@ -17,6 +17,13 @@ import (
 //
 // An Engine is not safe for concurrent use; the Controller serialises
 // every call under its mutex.
+//
+// Actions an engine returns, with their slot lists, are valid until the
+// next call on it (Close included), as core's own are until its next
+// mutation: the direct engine's live in the tree's buffers, the wire
+// engines' slot lists are views of the guest's response (on
+// little-endian hosts). A caller that calls the engine again before it
+// has used them copies them first.
 type Engine interface {
 	// Config returns the configuration the instance was created with.
 	Config() core.Config

@@ -18,6 +18,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		checkKept = true
+		clobberResponses = true
 	}
 	os.Exit(m.Run())
 }

@@ -132,10 +132,18 @@ type wireEngine struct {
 	req []byte
 	// ids holds a request's node list in wire form.
 	ids []core.NodeID
-	// scratch holds decoded actions and their slots, and decoded events
-	// with their hashes and tokens, until the next call, the lifetime
-	// core gives its own actions.
-	scratch abi.Scratch
+	// scratch holds decoded actions, and decoded events with their
+	// hashes and tokens, until the next call, the lifetime core gives its
+	// own actions. On little-endian hosts the actions' slot lists and the
+	// events' token ids are views of the response itself (wordcopy.go),
+	// which the transport keeps only until its next call: a method that
+	// makes a second call and returns what the first decoded detaches it
+	// first (detach, into held and heldSlots).
+	scratch   abi.Scratch
+	held      []core.Action
+	heldSlots []int32
+	// last is the previous response, which clobberResponses poisons.
+	last []byte
 
 	// The guest keeps the instance's last match for begin_insert_matched;
 	// these describe what the engine sent and got back (matchID 0: none
@@ -172,6 +180,9 @@ func newWireEngine(cfg core.Config, tr transport) (*wireEngine, error) {
 	}
 	cfg.Components = append([]core.Component(nil), cfg.Components...)
 	e := &wireEngine{cfg: cfg, tr: tr, mask: engineMask(engineSeq.Add(1)), req: make([]byte, 0, 4096)}
+	if responseViewer != nil {
+		e.scratch.SetWordViewer(responseViewer)
+	}
 	e.q.Config = cfg
 	if err := e.roundTrip(abi.OpCreate); err != nil {
 		_ = tr.close()
@@ -244,6 +255,9 @@ func (e *wireEngine) roundTripMatch(op abi.Op, dst []int32) error {
 	if op == abi.OpCreate {
 		q.Instance = 0
 	}
+	if clobberResponses {
+		e.clobberLast()
+	}
 	var out []byte
 	var err error
 	if g, ok := e.tr.(inPlaceTransport); ok {
@@ -256,6 +270,7 @@ func (e *wireEngine) roundTripMatch(op abi.Op, dst []int32) error {
 		e.failed = fmt.Errorf("%w (%w): %s: %w", ErrGuest, ErrEngineFailed, op, err)
 		return e.failed
 	}
+	e.last = out
 	r := &e.r
 	if op == abi.OpMatch || op == abi.OpMatchLock {
 		err = abi.DecodeMatchResponseWith(r, out, dst, &e.scratch)
@@ -380,6 +395,8 @@ func (e *wireEngine) matchLock(dst []int32, ns core.Namespace, tokens []uint32, 
 	if err != nil {
 		return m, core.Receipt{}, 0, err
 	}
+	// The lock's call ends the match response the actions view.
+	m.Actions = e.detach(m.Actions)
 	rc, err := e.Lock(m.LastDevice, skip)
 	if err != nil {
 		return m, rc, 0, err
@@ -527,7 +544,76 @@ func (e *wireEngine) beginInsertUnlock(p core.InsertParams, t matchTicket, node 
 	if err != nil || !step.Done {
 		return step, false, nil, err
 	}
+	// The unlock's call ends the insert response the actions view.
+	step.Actions = e.detach(step.Actions)
 	return step, true, e.Unlock(node, rc, skipSWA), nil
+}
+
+// detach copies acts (decoded from the latest response) and their slot
+// lists into the engine's held buffers, so that they outlive the next
+// call, which may reuse the response bytes the slot lists view and the
+// scratch the actions live in. They stay valid until the next detach,
+// which only a later call makes.
+func (e *wireEngine) detach(acts []core.Action) []core.Action {
+	if len(acts) == 0 {
+		return acts
+	}
+	n := 0
+	for i := range acts {
+		n += len(acts[i].Slots) + len(acts[i].Incoming)
+	}
+	if cap(e.heldSlots) < n {
+		e.heldSlots = make([]int32, 0, max(n, 2*cap(e.heldSlots)))
+	}
+	e.held, e.heldSlots = append(e.held[:0], acts...), e.heldSlots[:0]
+	for i := range e.held {
+		a := &e.held[i]
+		a.Slots, a.Incoming = e.hold(a.Slots), e.hold(a.Incoming)
+	}
+	return e.held
+}
+
+// hold appends v to heldSlots (whose capacity detach reserved, so no
+// earlier hold moves) and returns the copy; nil stays nil.
+func (e *wireEngine) hold(v []int32) []int32 {
+	if v == nil {
+		return nil
+	}
+	k := len(e.heldSlots)
+	e.heldSlots = append(e.heldSlots, v...)
+	return e.heldSlots[k:len(e.heldSlots):len(e.heldSlots)]
+}
+
+// clobberResponses is set by this package's tests: before each call the
+// engine overwrites the previous response's bytes, so that anything that
+// still reads a view of them after the next call (a slot list kept past
+// its lifetime) reads poison (0xa5a5a5a5, a negative slot) and fails.
+var clobberResponses bool
+
+// clobberLast poisons the previous response, when its memory is still
+// there (a closed module instance's memory may be unmapped). The
+// response buffer is the guest's, which it rewrites on its next call
+// without reading it.
+func (e *wireEngine) clobberLast() {
+	b := e.last
+	e.last = nil
+	if len(b) == 0 || e.closed || e.failed != nil || !transportLive(e.tr) {
+		return
+	}
+	for i := range b {
+		b[i] = 0xa5
+	}
+}
+
+// transportLive reports whether tr's memory is still mapped.
+func transportLive(tr transport) bool {
+	if t, ok := tr.(*trapTransport); ok {
+		tr = t.transport
+	}
+	if g, ok := tr.(*wasmGuest); ok {
+		return g.usable() == nil
+	}
+	return true
 }
 
 // remoteCode returns the wire code of a guest's error response.
@@ -1099,11 +1185,15 @@ func (e *wireEngine) RawCall(req []byte) ([]byte, error) {
 	if e.failed != nil {
 		return nil, e.failed
 	}
+	if clobberResponses {
+		e.clobberLast()
+	}
 	out, err := e.tr.call(req)
 	if err != nil {
 		e.failed = fmt.Errorf("%w (%w): raw call: %w", ErrGuest, ErrEngineFailed, err)
 		return nil, e.failed
 	}
+	e.last = out
 	return out, nil
 }
 

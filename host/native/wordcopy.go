@@ -21,3 +21,14 @@ func init() {
 // order, so this package's word views (the codec's copier, canary
 // records, pool slot runs) are valid; elsewhere they fall back to loops.
 var littleEndian = wordview.LittleEndian()
+
+// responseViewer reads the bulk word arrays of responses (evicted slots,
+// above all) in place, on little-endian hosts: every wire engine's
+// scratch decodes with it (see wireEngine.scratch for the lifetime).
+var responseViewer abi.WordViewer
+
+func init() {
+	if littleEndian {
+		responseViewer = wordview.Viewer{}
+	}
+}

@@ -8,5 +8,7 @@
 // one by definition; hosts check [LittleEndian]). [Copier] gives exactly
 // the bytes of package abi's portable word loops; abi may not use unsafe
 // itself, so the module and host/native install it with
-// abi.SetWordCopier.
+// abi.SetWordCopier. [Viewer] reads a response's word arrays in place,
+// which host/native's wire engines install on their abi.Scratch (its
+// views are aligned, so -race's pointer checks accept them).
 package wordview

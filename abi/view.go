@@ -1,0 +1,80 @@
+package abi
+
+// WordViewer reads 32-bit word arrays of a response in place instead of
+// copying them into a Scratch. Evicted slot lists are the bulk of what a
+// host decodes (about as many bytes as all the tokens it sends, in a
+// trace replay), and a host reads them once, before its next call, while
+// the response bytes are still there. abi may not use unsafe, so a host
+// that may (host/native, with internal/wordview) supplies the views.
+//
+// Each method is given the 4*n bytes of an n-word array and returns a
+// slice of n words over those very bytes, with the values the portable
+// decoding would give, and ok; or ok = false when it cannot (bytes not
+// 4-byte aligned, a big-endian machine), and the codec copies as before.
+type WordViewer interface {
+	ViewI32(b []byte) ([]int32, bool)
+	ViewU32(b []byte) ([]uint32, bool)
+}
+
+// SetWordViewer makes later decodes with s read action slot lists (Slots,
+// Incoming) and event token ids as views of the response bytes where v
+// can, instead of copies in s's buffers; nil restores the copies. A view
+// is valid only while the decoded bytes are unchanged, so use it where
+// the response bytes live as long as s's buffers would (a wire engine's
+// transport, whose response is valid until its next call). Writing
+// through a view writes the response bytes.
+func (s *Scratch) SetWordViewer(v WordViewer) { s.view = v }
+
+// viewI32s decodes an i32 array as a view of the message bytes when the
+// Scratch has a viewer that can take them; ok is false otherwise, and
+// nothing was consumed.
+func (r *reader) viewI32s(field string) (_ []int32, ok bool) {
+	v, n, b := r.viewTake(field)
+	if v == nil {
+		return nil, false
+	}
+	if n == 0 {
+		return nil, true
+	}
+	w, ok := v.ViewI32(b)
+	if !ok || len(w) != n {
+		r.off -= 4 + 4*n // let the copying path decode it
+		return nil, false
+	}
+	return w[:n:n], true
+}
+
+// viewU32s is viewI32s for u32 arrays.
+func (r *reader) viewU32s(field string) (_ []uint32, ok bool) {
+	v, n, b := r.viewTake(field)
+	if v == nil {
+		return nil, false
+	}
+	if n == 0 {
+		return nil, true
+	}
+	w, ok := v.ViewU32(b)
+	if !ok || len(w) != n {
+		r.off -= 4 + 4*n
+		return nil, false
+	}
+	return w[:n:n], true
+}
+
+// viewTake reads a word array's count and bytes for a view: the viewer,
+// the count and the bytes, or a nil viewer (none installed, or a decode
+// error, which then sticks) with nothing consumed.
+func (r *reader) viewTake(field string) (WordViewer, int, []byte) {
+	if r.s == nil || r.s.view == nil || r.err != nil {
+		return nil, 0, nil
+	}
+	n := r.count(field, 4)
+	if r.err != nil {
+		return nil, 0, nil
+	}
+	b := r.take(field, 4*n)
+	if r.err != nil || len(b) != 4*n {
+		return nil, 0, nil
+	}
+	return r.s.view, n, b
+}
