@@ -330,3 +330,22 @@ func TestDecodeResponse_EventReserved(t *testing.T) {
 		require.Equal(t, abi.CodeMalformed, ae.Code, "offset %d", off)
 	}
 }
+
+// The receipt is decoded in place when all of it is there; a bad host
+// byte or a cut receipt still names its field as the field-by-field
+// path does.
+func TestDecodeRequest_ReceiptFailuresNameTheField(t *testing.T) {
+	q := abi.Request{Op: abi.OpUnlock, Instance: 1, Node: 77, Receipt: core.Receipt{Node: 5, Serial: 1, Host: true}}
+	b := abi.AppendRequest(nil, &q)
+	host := abi.RequestHeaderSize + 8 + abi.ReceiptSize - 1
+	require.Equal(t, byte(1), b[host])
+	bad := append([]byte(nil), b...)
+	bad[host] = 2
+	var got abi.Request
+	err := abi.DecodeRequest(&got, bad)
+	require.EqualError(t, err, "abi: "+abi.CodeMalformed.String()+": receipt.host: boolean byte 2 is neither 0 nor 1")
+	for cut, field := range map[int]string{8: "receipt.node", 16: "receipt.serial", 41: "receipt.skipped", 42: "receipt.host"} {
+		err := abi.DecodeRequest(&got, b[:abi.RequestHeaderSize+8+cut-1])
+		require.ErrorContains(t, err, field+": need", "cut inside byte %d of the receipt", cut)
+	}
+}

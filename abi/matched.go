@@ -61,10 +61,10 @@ func putInsertTail(b []byte, p *core.InsertParams) []byte {
 // dispatcher then writes the match's slots there and hands core the
 // whole run without moving the sent ones (otherwise they go to the
 // buffer's start, as any array does).
-func decodeMatchedRequest(r *reader, q *Request, slots []int32) {
+func decodeMatchedRequest(r *reader, q *Request, slots []int32, prevNS *core.Namespace) {
 	p, m := &q.Insert, &q.Matched
 	m.MatchID = r.u64("match_id")
-	p.Namespace = r.namespace()
+	r.namespaceInto(&p.Namespace, prevNS)
 	m.Tokens = r.u32("token_count")
 	m.Slots = r.u32("slot_prefix")
 	if k, n := uint64(m.Slots), r.peekCount(); n > 0 && k+n <= uint64(cap(slots)) {

@@ -45,16 +45,16 @@ type UnlockOutcome struct {
 func appendMatchedUnlockRequest(b []byte, q *Request) []byte {
 	b = appendMatchedRequest(b, q)
 	b = putID(b, q.Node, 0)
-	b = putReceipt(b, q.Receipt, 0)
+	b = putReceipt(b, &q.Receipt, 0)
 	return putBool(b, q.SkipSWA)
 }
 
 // decodeMatchedUnlockRequest decodes what appendMatchedUnlockRequest
 // encodes.
-func decodeMatchedUnlockRequest(r *reader, q *Request, slots []int32) {
-	decodeMatchedRequest(r, q, slots)
+func decodeMatchedUnlockRequest(r *reader, q *Request, slots []int32, prevNS *core.Namespace) {
+	decodeMatchedRequest(r, q, slots, prevNS)
 	q.Node = core.NodeID(r.u64("node"))
-	q.Receipt = r.receipt()
+	r.receiptInto(&q.Receipt)
 	q.SkipSWA = r.boolean("skip_swa")
 }
 

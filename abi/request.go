@@ -61,11 +61,11 @@ func AppendRequest(dst []byte, q *Request) []byte {
 		b = putU8(b, uint8(q.Skip))
 	case OpUnlock:
 		b = putID(b, q.Node, 0)
-		b = putReceipt(b, q.Receipt, 0)
+		b = putReceipt(b, &q.Receipt, 0)
 		b = putBool(b, q.SkipSWA)
 	case OpUnlockSWAEarly, OpHostUnlock:
 		b = putID(b, q.Node, 0)
-		b = putReceipt(b, q.Receipt, 0)
+		b = putReceipt(b, &q.Receipt, 0)
 	case OpMambaSetAlpha:
 		b = putF64(b, q.Alpha)
 	case OpEvict, OpEvictStart, OpEvictHost:
@@ -128,40 +128,71 @@ func putNamespace(b []byte, ns core.Namespace) []byte {
 	return putStr(b, ns.LoRA)
 }
 
-// namespace decodes a namespace. A string equal to the one the request
-// decoded into held before is reused rather than allocated again: a
-// host's requests mostly come in one namespace.
-func (r *reader) namespace() core.Namespace {
-	return core.Namespace{
-		ExtraKey:  r.strLike("namespace.extra_key", r.ns.ExtraKey),
-		CacheSalt: r.strLike("namespace.cache_salt", r.ns.CacheSalt),
-		LoRA:      r.strLike("namespace.lora", r.ns.LoRA),
+// namespaceInto decodes a namespace into ns, which is zero. A string
+// equal to prev's (the namespace the request decoded into held before;
+// nil: none) is reused rather than allocated again: a host's requests
+// mostly come in one namespace, most often the empty one, whose three
+// zero lengths are checked at once.
+func (r *reader) namespaceInto(ns, prev *core.Namespace) {
+	if r.err == nil && len(r.b)-r.off >= 12 && le.Uint64(r.b[r.off:]) == 0 && le.Uint32(r.b[r.off+8:]) == 0 {
+		r.off += 12
+		return
 	}
+	var e, c, l string
+	if p := prev; p != nil {
+		e, c, l = p.ExtraKey, p.CacheSalt, p.LoRA
+	}
+	ns.ExtraKey = r.strLike("namespace.extra_key", e)
+	ns.CacheSalt = r.strLike("namespace.cache_salt", c)
+	ns.LoRA = r.strLike("namespace.lora", l)
 }
 
 // ReceiptSize is the wire size of a receipt.
 const ReceiptSize = 42
 
-func putReceipt(b []byte, rc core.Receipt, tag uint32) []byte {
-	b = putID(b, rc.Node, tag)
-	b = putU64(b, rc.Serial)
-	b = putI64(b, int64(rc.Delta))
-	b = putI64(b, rc.SWAUUID)
-	b = putI64(b, rc.SWAHostUUID)
-	b = putU8(b, uint8(rc.Skipped))
-	return putBool(b, rc.Host)
+// putReceipt writes the receipt's fields in place after one length
+// check.
+func putReceipt(b []byte, rc *core.Receipt, tag uint32) []byte {
+	var f []byte
+	b, f = extend(b, ReceiptSize)
+	f = f[:ReceiptSize]
+	le.PutUint64(f[0:], uint64(tagID(rc.Node, tag)))
+	le.PutUint64(f[8:], rc.Serial)
+	le.PutUint64(f[16:], uint64(int64(rc.Delta)))
+	le.PutUint64(f[24:], uint64(rc.SWAUUID))
+	le.PutUint64(f[32:], uint64(rc.SWAHostUUID))
+	f[40], f[41] = uint8(rc.Skipped), boolByte(rc.Host)
+	return b
 }
 
-func (r *reader) receipt() core.Receipt {
-	return core.Receipt{
-		Node:        core.NodeID(r.u64("receipt.node")),
-		Serial:      r.u64("receipt.serial"),
-		Delta:       int(r.i64("receipt.delta")),
-		SWAUUID:     r.i64("receipt.swa_uuid"),
-		SWAHostUUID: r.i64("receipt.swa_host_uuid"),
-		Skipped:     core.ComponentSet(r.u8("receipt.skipped")),
-		Host:        r.boolean("receipt.host"),
+// receiptInto decodes a receipt into rc: in place when all of it is
+// there and well formed, else field by field (which names the failure).
+func (r *reader) receiptInto(rc *core.Receipt) {
+	if f := r.b[min(r.off, len(r.b)):]; r.err == nil && len(f) >= ReceiptSize && f[41] <= 1 {
+		f = f[:ReceiptSize]
+		rc.Node = core.NodeID(le.Uint64(f[0:]))
+		rc.Serial = le.Uint64(f[8:])
+		rc.Delta = int(int64(le.Uint64(f[16:])))
+		rc.SWAUUID = int64(le.Uint64(f[24:]))
+		rc.SWAHostUUID = int64(le.Uint64(f[32:]))
+		rc.Skipped, rc.Host = core.ComponentSet(f[40]), f[41] == 1
+		r.off += ReceiptSize
+		return
 	}
+	rc.Node = core.NodeID(r.u64("receipt.node"))
+	rc.Serial = r.u64("receipt.serial")
+	rc.Delta = int(r.i64("receipt.delta"))
+	rc.SWAUUID = r.i64("receipt.swa_uuid")
+	rc.SWAHostUUID = r.i64("receipt.swa_host_uuid")
+	rc.Skipped = core.ComponentSet(r.u8("receipt.skipped"))
+	rc.Host = r.boolean("receipt.host")
+}
+
+// receipt is receiptInto for a receipt of its own.
+func (r *reader) receipt() core.Receipt {
+	var rc core.Receipt
+	r.receiptInto(&rc)
+	return rc
 }
 
 // DecodeRequest decodes b into q, reusing the capacity of q's Tokens,
@@ -173,17 +204,16 @@ func (r *reader) receipt() core.Receipt {
 func DecodeRequest(q *Request, b []byte) error {
 	toks, slots, nodes, comps := q.Insert.Tokens[:0], q.Insert.Slots[:0], q.Nodes[:0], q.Config.Components[:0]
 	prevNS := q.Insert.Namespace
-	*q = Request{}
+	resetRequest(q)
 	if len(b) < RequestHeaderSize {
 		return errorf(CodeTruncated, "request of %d bytes is shorter than the %d-byte header", len(b), RequestHeaderSize)
 	}
-	r := reader{b: b, ns: prevNS}
-	magic := r.u32("magic")
-	version := r.u16("version")
-	q.Op = Op(r.u16("op"))
-	q.Instance = r.u32("instance")
-	flags := r.u32("flags")
-	q.ID = r.u64("request_id")
+	// The header's length is checked: read it in place rather than field
+	// by field through the reader.
+	h := b[:RequestHeaderSize]
+	magic, version, flags := le.Uint32(h[0:]), le.Uint16(h[4:]), le.Uint32(h[12:])
+	q.Op, q.Instance, q.ID = Op(le.Uint16(h[6:])), le.Uint32(h[8:]), le.Uint64(h[16:])
+	r := reader{b: b, off: RequestHeaderSize}
 	switch {
 	case magic != RequestMagic:
 		return errorf(CodeBadMagic, "magic 0x%08x is not the request magic 0x%08x (\"RKVQ\")", magic, RequestMagic)
@@ -227,22 +257,22 @@ func DecodeRequest(q *Request, b []byte) error {
 		md.D, md.N = int(r.i32("mamba_d")), int(r.i32("mamba_n"))
 		c.MambaAlpha = r.f64("mamba_alpha")
 	case OpMatch, OpProtect:
-		q.Insert.Namespace = r.namespace()
+		r.namespaceInto(&q.Insert.Namespace, &prevNS)
 		q.Insert.Tokens = r.u32s("tokens", toks)
 	case OpUnprotect:
 		q.Serial = r.u64("serial")
 	case OpInsert, OpBeginInsert:
 		p := &q.Insert
-		p.Namespace = r.namespace()
+		r.namespaceInto(&p.Namespace, &prevNS)
 		p.Tokens = r.u32s("tokens", toks)
 		p.Slots = r.i32s("slots", slots)
 		decodeInsertTail(&r, p)
 	case OpBeginInsertMatched:
-		decodeMatchedRequest(&r, q, slots)
+		decodeMatchedRequest(&r, q, slots, &prevNS)
 	case OpBeginInsertMatchedUnlock:
-		decodeMatchedUnlockRequest(&r, q, slots)
+		decodeMatchedUnlockRequest(&r, q, slots, &prevNS)
 	case OpMatchLock:
-		q.Insert.Namespace = r.namespace()
+		r.namespaceInto(&q.Insert.Namespace, &prevNS)
 		q.Insert.Tokens = r.u32s("tokens", toks)
 		q.Skip = core.ComponentSet(r.u8("skip"))
 	case OpLock:
@@ -250,11 +280,11 @@ func DecodeRequest(q *Request, b []byte) error {
 		q.Skip = core.ComponentSet(r.u8("skip"))
 	case OpUnlock:
 		q.Node = core.NodeID(r.u64("node"))
-		q.Receipt = r.receipt()
+		r.receiptInto(&q.Receipt)
 		q.SkipSWA = r.boolean("skip_swa")
 	case OpUnlockSWAEarly, OpHostUnlock:
 		q.Node = core.NodeID(r.u64("node"))
-		q.Receipt = r.receipt()
+		r.receiptInto(&q.Receipt)
 	case OpMambaSetAlpha:
 		q.Alpha = r.f64("alpha")
 	case OpEvict, OpEvictStart, OpEvictHost:
@@ -285,7 +315,7 @@ func DecodeRequest(q *Request, b []byte) error {
 		q.LoadBack.Mamba = r.i32("mamba")
 	case OpInsertHost:
 		q.Node = core.NodeID(r.u64("anchor"))
-		q.Insert.Namespace = r.namespace()
+		r.namespaceInto(&q.Insert.Namespace, &prevNS)
 		q.Insert.Tokens = r.u32s("tokens", toks)
 		q.Insert.Slots = r.i32s("host_slots", slots)
 	case OpMarkLinkerPending:
@@ -313,4 +343,11 @@ func DecodeRequest(q *Request, b []byte) error {
 		return r.err
 	}
 	return nil
+}
+
+// namespace is namespaceInto for a namespace of its own.
+func (r *reader) namespace() core.Namespace {
+	var ns core.Namespace
+	r.namespaceInto(&ns, nil)
+	return ns
 }

@@ -30,34 +30,46 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		b = putID(b, r.Root, t)
 	case OpStats:
 		s := &r.Stats
-		b = putID(b, s.Root, t)
-		b = putU32(b, s.PageSize)
-		b = putU8(b, uint8(s.Components))
+		var f []byte
+		b, f = extend(b, 13)
+		f = f[:13]
+		le.PutUint64(f[0:], uint64(tagID(s.Root, t)))
+		le.PutUint32(f[8:], s.PageSize)
+		f[12] = uint8(s.Components)
 		b = putStr(b, s.Policy)
-		for _, v := range s.Evictable {
-			b = putI64(b, v)
+		// The counters, flags and receipt count, written in place.
+		const n = 16*NumComponents + 6
+		b, f = extend(b, n)
+		f = f[:n]
+		for i, v := range s.Evictable {
+			le.PutUint64(f[8*i:], uint64(v))
 		}
-		for _, v := range s.Protected {
-			b = putI64(b, v)
+		f = f[8*NumComponents:]
+		for i, v := range s.Protected {
+			le.PutUint64(f[8*i:], uint64(v))
 		}
-		b = putBool(b, s.InsertInFlight)
-		b = putBool(b, s.EvictionInFlight)
-		b = putU32(b, s.LiveReceipts)
+		f = f[8*NumComponents:]
+		f[0], f[1] = boolByte(s.InsertInFlight), boolByte(s.EvictionInFlight)
+		le.PutUint32(f[2:], s.LiveReceipts)
 	case OpMatch, OpMatchLock:
 		m := &r.Match
 		b = putI32s(b, m.Indices)
-		b = putID(b, m.LastDevice, t)
-		b = putID(b, m.LastHost, t)
-		b = putID(b, m.Best, t)
-		b = putI32(b, int32(m.HostHitLen))
-		b = putI32(b, int32(m.SWAHostHitLen))
-		b = putI32(b, int32(m.SWABranchingSeqlen))
-		b = putI32(b, int32(m.MambaHostHitLen))
-		b = putI32(b, int32(m.MambaBranchingSeqlen))
-		b = putI32(b, int32(m.FullKVHitLen))
-		b = putI32(b, m.MambaSlot)
+		// Three ids and seven i32s, written in place.
+		var f []byte
+		b, f = extend(b, 52)
+		f = f[:52]
+		le.PutUint64(f[0:], uint64(tagID(m.LastDevice, t)))
+		le.PutUint64(f[8:], uint64(tagID(m.LastHost, t)))
+		le.PutUint64(f[16:], uint64(tagID(m.Best, t)))
+		le.PutUint32(f[24:], uint32(int32(m.HostHitLen)))
+		le.PutUint32(f[28:], uint32(int32(m.SWAHostHitLen)))
+		le.PutUint32(f[32:], uint32(int32(m.SWABranchingSeqlen)))
+		le.PutUint32(f[36:], uint32(int32(m.MambaHostHitLen)))
+		le.PutUint32(f[40:], uint32(int32(m.MambaBranchingSeqlen)))
+		le.PutUint32(f[44:], uint32(int32(m.FullKVHitLen)))
+		le.PutUint32(f[48:], uint32(m.MambaSlot))
 		if r.Op == OpMatchLock {
-			b = putReceipt(b, r.Receipt, t)
+			b = putReceipt(b, &r.Receipt, t)
 		}
 	case OpInsert:
 		b = putInsertResult(b, &r.Insert, t)
@@ -68,7 +80,7 @@ func AppendResponse(dst []byte, r *Response) []byte {
 			b = putUnlockOutcome(b, &r.Unlock)
 		}
 	case OpLock, OpHostLock:
-		b = putReceipt(b, r.Receipt, t)
+		b = putReceipt(b, &r.Receipt, t)
 	case OpEvict, OpEvictHost:
 		b = putI64(b, r.Freed)
 	case OpEvictNext:
@@ -128,23 +140,29 @@ func AppendResponse(dst []byte, r *Response) []byte {
 }
 
 // AppendResponseHeader appends a response header.
+// It writes the fixed fields in place after one length check: each append
+// is a call and a capacity check in the WebAssembly build.
 func AppendResponseHeader(dst []byte, op Op, st Status, code Code, instance uint32, id uint64) []byte {
-	b := putU32(dst, ResponseMagic)
-	b = putU16(b, Version)
-	b = putU16(b, uint16(op))
-	b = putU16(b, uint16(st))
-	b = putU16(b, uint16(code))
-	b = putU32(b, instance)
-	return putU64(b, id)
+	b, h := extend(dst, ResponseHeaderSize)
+	h = h[:ResponseHeaderSize]
+	le.PutUint32(h[0:], ResponseMagic)
+	le.PutUint16(h[4:], Version)
+	le.PutUint16(h[6:], uint16(op))
+	le.PutUint16(h[8:], uint16(st))
+	le.PutUint16(h[10:], uint16(code))
+	le.PutUint32(h[12:], instance)
+	le.PutUint64(h[16:], id)
+	return b
 }
 
 func putInsertResult(b []byte, ir *core.InsertResult, t uint32) []byte {
-	b = putI32(b, int32(ir.PrefixLen))
-	b = putI32(b, int32(ir.TotalLen))
-	b = putID(b, ir.LastDevice, t)
-	b = putBool(b, ir.MambaExist)
-	b = putBool(b, ir.SWABranchInserted)
-	b = putBool(b, ir.Adopted != nil)
+	var f []byte
+	b, f = extend(b, 19)
+	f = f[:19]
+	le.PutUint32(f[0:], uint32(int32(ir.PrefixLen)))
+	le.PutUint32(f[4:], uint32(int32(ir.TotalLen)))
+	le.PutUint64(f[8:], uint64(tagID(ir.LastDevice, t)))
+	f[16], f[17], f[18] = boolByte(ir.MambaExist), boolByte(ir.SWABranchInserted), boolByte(ir.Adopted != nil)
 	if ir.Adopted != nil {
 		b = putU8(b, uint8(len(ir.Adopted)))
 		for _, rs := range ir.Adopted {
@@ -226,11 +244,13 @@ func putActions(b []byte, acts []core.Action, t uint32) []byte {
 	b = putU32(b, uint32(len(acts)))
 	for i := range acts {
 		a := &acts[i]
-		b = putU8(b, uint8(a.Kind))
-		b = putU8(b, uint8(a.Component))
-		b = putU16(b, 0)
-		b = putID(b, a.Node, t)
-		b = putI64(b, a.Ack)
+		// Kind, component, reserved, node and ack, written in place.
+		var f []byte
+		b, f = extend(b, 20)
+		f = f[:20]
+		f[0], f[1], f[2], f[3] = uint8(a.Kind), uint8(a.Component), 0, 0
+		le.PutUint64(f[4:], uint64(tagID(a.Node, t)))
+		le.PutUint64(f[12:], uint64(a.Ack))
 		b = putIDs(b, a.Nodes, t)
 		b = putI32s(b, a.Slots)
 		b = putI32s(b, a.Incoming)

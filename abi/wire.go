@@ -18,9 +18,6 @@ type reader struct {
 	off int
 	err *Error
 	s   *Scratch // reusable decode buffers, or nil
-	// ns is the namespace the decoded request held before, whose strings
-	// a namespace equal to it reuses.
-	ns core.Namespace
 }
 
 func (r *reader) fail(c Code, format string, args ...any) {
@@ -43,31 +40,48 @@ func (r *reader) take(field string, n int) []byte {
 	return s
 }
 
+// The fixed-size reads check the common case (no error yet, the bytes
+// there) inline and leave the failure to take: a call is several times
+// dearer in the WebAssembly build than the read itself, and a request
+// is mostly such reads.
+
 func (r *reader) u8(field string) uint8 {
-	if s := r.take(field, 1); s != nil {
-		return s[0]
+	if r.err == nil && r.off < len(r.b) {
+		v := r.b[r.off]
+		r.off++
+		return v
 	}
+	r.take(field, 1)
 	return 0
 }
 
 func (r *reader) u16(field string) uint16 {
-	if s := r.take(field, 2); s != nil {
-		return le.Uint16(s)
+	if r.err == nil && len(r.b)-r.off >= 2 {
+		v := le.Uint16(r.b[r.off:])
+		r.off += 2
+		return v
 	}
+	r.take(field, 2)
 	return 0
 }
 
 func (r *reader) u32(field string) uint32 {
-	if s := r.take(field, 4); s != nil {
-		return le.Uint32(s)
+	if r.err == nil && len(r.b)-r.off >= 4 {
+		v := le.Uint32(r.b[r.off:])
+		r.off += 4
+		return v
 	}
+	r.take(field, 4)
 	return 0
 }
 
 func (r *reader) u64(field string) uint64 {
-	if s := r.take(field, 8); s != nil {
-		return le.Uint64(s)
+	if r.err == nil && len(r.b)-r.off >= 8 {
+		v := le.Uint64(r.b[r.off:])
+		r.off += 8
+		return v
 	}
+	r.take(field, 8)
 	return 0
 }
 
@@ -146,8 +160,18 @@ func (r *reader) i32s(field string, dst []int32) []int32 { return readWords(r, f
 // readWords decodes a 32-bit word array into dst[:0]; an empty array
 // decodes to nil.
 func readWords[T uint32 | int32](r *reader, field string, dst []T) []T {
-	n := r.count(field, 4)
-	b := r.take(field, 4*n)
+	var n int
+	var b []byte
+	if k := len(r.b) - r.off - 4; r.err == nil && k >= 0 && uint64(le.Uint32(r.b[r.off:]))*4 <= uint64(k) {
+		// The count and the words are there: take both in place (count
+		// and take would say nothing else, at two calls' cost).
+		n = int(le.Uint32(r.b[r.off:]))
+		b = r.b[r.off+4 : r.off+4+4*n]
+		r.off += 4 + 4*n
+	} else {
+		n = r.count(field, 4)
+		b = r.take(field, 4*n)
+	}
 	if n == 0 {
 		return nil
 	}
@@ -341,11 +365,14 @@ func putU64(b []byte, v uint64) []byte { return le.AppendUint64(b, v) }
 func putI32(b []byte, v int32) []byte  { return le.AppendUint32(b, uint32(v)) }
 func putI64(b []byte, v int64) []byte  { return le.AppendUint64(b, uint64(v)) }
 
-func putBool(b []byte, v bool) []byte {
+func putBool(b []byte, v bool) []byte { return append(b, boolByte(v)) }
+
+// boolByte is v's wire byte.
+func boolByte(v bool) byte {
 	if v {
-		return append(b, 1)
+		return 1
 	}
-	return append(b, 0)
+	return 0
 }
 
 func putStr(b []byte, s string) []byte {

@@ -120,7 +120,7 @@ func Tag(h uint32) uint32 {
 // the next Call. It never panics and always returns a well-formed
 // response.
 func (d *Dispatcher) Call(req []byte) (out []byte) {
-	d.resp = abi.Response{}
+	d.resp.Reset()
 	defer func() {
 		if p := recover(); p != nil {
 			out = d.recovered(p)
@@ -187,7 +187,8 @@ func (d *Dispatcher) recovered(p any) []byte {
 		inst.poisoned = msg
 		msg += "; the instance is poisoned until reset"
 	}
-	d.resp = abi.Response{Op: q.Op, Instance: q.Instance, ID: q.ID}
+	d.resp.Reset()
+	d.resp.Op, d.resp.Instance, d.resp.ID = q.Op, q.Instance, q.ID
 	return d.fail(&abi.Error{Code: abi.CodeInternal, Msg: msg})
 }
 
@@ -291,55 +292,46 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		s.LiveReceipts = uint32(t.LiveReceiptCount())
 		return nil
 	case abi.OpMatch:
-		_, err := d.match(inst, q, r)
-		return err
+		return d.match(inst, q, r)
 	case abi.OpMatchLock:
 		// Exactly match, then lock of its LastDevice: a failed lock
 		// leaves the match (and the kept match) standing, as two calls
 		// would, and answers the lock's error with the match's actions.
-		res, err := d.match(inst, q, r)
-		if err != nil {
+		if err := d.match(inst, q, r); err != nil {
 			return err
 		}
-		r.Receipt, err = t.Lock(res.LastDevice, q.Skip)
-		return nodeErr(err, abi.TagID(res.LastDevice, tag))
+		last := r.Match.LastDevice
+		var err error
+		r.Receipt, err = t.Lock(last, q.Skip)
+		return nodeErr(err, abi.TagID(last, tag))
 	case abi.OpBeginInsertMatchedUnlock:
 		// Exactly begin_insert_matched, then, when it completed, unlock:
 		// the unlock's outcome is reported beside the insert's, which
 		// stands either way.
-		p, err := d.matchedParams(inst, q)
-		if err != nil {
+		if err := d.matchedParams(inst, q); err != nil {
 			return err
 		}
-		step, err := t.BeginInsert(p)
-		r.Done, r.Insert, r.Actions = step.Done, step.Result, step.Actions
-		if err != nil || !step.Done {
+		if err := d.beginInsert(t, q, r); err != nil || !r.Done {
 			return err
 		}
-		rc := q.Receipt
-		rc.Node = abi.TagID(rc.Node, tag)
-		if uerr := nodeErr(t.Unlock(abi.TagID(q.Node, tag), rc, q.SkipSWA), q.Node); uerr != nil {
+		q.Receipt.Node = abi.TagID(q.Receipt.Node, tag)
+		if uerr := nodeErr(t.Unlock(abi.TagID(q.Node, tag), q.Receipt, q.SkipSWA), q.Node); uerr != nil {
 			r.Unlock.Code, r.Unlock.Message = codeAndMessage(uerr)
 		} else {
 			r.Unlock.Released = true
 		}
 		return nil
 	case abi.OpBeginInsertMatched:
-		p, err := d.matchedParams(inst, q)
-		if err != nil {
+		if err := d.matchedParams(inst, q); err != nil {
 			return err
 		}
-		step, err := t.BeginInsert(p)
-		r.Done, r.Insert, r.Actions = step.Done, step.Result, step.Actions
-		return err
+		return d.beginInsert(t, q, r)
 	case abi.OpInsert:
 		res, acts, err := t.Insert(q.Insert)
 		r.Insert, r.Actions = res, acts
 		return err
 	case abi.OpBeginInsert:
-		step, err := t.BeginInsert(q.Insert)
-		r.Done, r.Insert, r.Actions = step.Done, step.Result, step.Actions
-		return err
+		return d.beginInsert(t, q, r)
 	case abi.OpResumeInsert:
 		step, err := t.ResumeInsert()
 		r.Done, r.Insert, r.Actions = step.Done, step.Result, step.Actions
@@ -352,9 +344,8 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 		r.Receipt = rc
 		return nodeErr(err, q.Node)
 	case abi.OpUnlock:
-		rc := q.Receipt
-		rc.Node = abi.TagID(rc.Node, tag)
-		return nodeErr(t.Unlock(abi.TagID(q.Node, tag), rc, q.SkipSWA), q.Node)
+		q.Receipt.Node = abi.TagID(q.Receipt.Node, tag)
+		return nodeErr(t.Unlock(abi.TagID(q.Node, tag), q.Receipt, q.SkipSWA), q.Node)
 	case abi.OpUnlockSWAEarly:
 		rc := q.Receipt
 		rc.Node = abi.TagID(rc.Node, tag)
@@ -444,15 +435,28 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 
 // match runs q's match on inst's tree into the dispatcher's index
 // buffer, puts the result and its actions in r and keeps it as inst's
-// last match. match and match_lock share it.
-func (d *Dispatcher) match(inst *instance, q *abi.Request, r *abi.Response) (core.MatchResult, error) {
-	res, err := inst.tree.Match(d.idx[:0], q.Insert.Namespace, q.Insert.Tokens)
-	if cap(res.Indices) > cap(d.idx) {
-		d.idx = res.Indices[:0]
+// last match. match and match_lock share it. The result goes straight
+// into r: a MatchResult returned or held in a local costs a bulk zeroing
+// and copies in the WebAssembly build.
+func (d *Dispatcher) match(inst *instance, q *abi.Request, r *abi.Response) error {
+	var err error
+	r.Match, err = inst.tree.Match(d.idx[:0], q.Insert.Namespace, q.Insert.Tokens)
+	m := &r.Match
+	if cap(m.Indices) > cap(d.idx) {
+		d.idx = m.Indices[:0]
 	}
-	r.Match, r.Actions = res, res.Actions
-	d.keepMatch(inst, q, res.Indices, err)
-	return res, err
+	r.Actions = m.Actions
+	d.keepMatch(inst, q, m.Indices, err)
+	return err
+}
+
+// beginInsert runs q.Insert's begin_insert into r (begin_insert and
+// both begin_insert_matched ops share it). The step is taken apart in
+// place rather than copied field by field out of a local.
+func (d *Dispatcher) beginInsert(t *core.Tree, q *abi.Request, r *abi.Response) error {
+	step, err := t.BeginInsert(q.Insert)
+	r.Done, r.Insert, r.Actions = step.Done, step.Result, step.Actions
+	return err
 }
 
 // keepMatch makes a match inst's last match (none when it failed). The
@@ -468,19 +472,21 @@ func (d *Dispatcher) keepMatch(inst *instance, q *abi.Request, idx []int32, err 
 	inst.matchIdx, d.idx = idx, inst.matchIdx[:0]
 }
 
-// matchedParams builds begin_insert_matched's insert parameters from
-// inst's last match, or answers stale_match.
-func (d *Dispatcher) matchedParams(inst *instance, q *abi.Request) (core.InsertParams, error) {
-	m, p := q.Matched, q.Insert
+// matchedParams completes begin_insert_matched's insert parameters in
+// q.Insert from inst's last match, or answers stale_match and leaves q
+// as it was. It works in place: an InsertParams copied or returned costs
+// a bulk zeroing and copies in the WebAssembly build.
+func (d *Dispatcher) matchedParams(inst *instance, q *abi.Request) error {
+	m, p := &q.Matched, &q.Insert
 	switch {
 	case m.MatchID == 0 || m.MatchID != inst.matchID:
 		last := "no match is kept"
 		if inst.matchID != 0 {
 			last = fmt.Sprintf("the last match is request %d", inst.matchID)
 		}
-		return p, &abi.Error{Code: abi.CodeStaleMatch, Msg: fmt.Sprintf("match request %d is not the instance's last match (%s)", m.MatchID, last)}
+		return &abi.Error{Code: abi.CodeStaleMatch, Msg: fmt.Sprintf("match request %d is not the instance's last match (%s)", m.MatchID, last)}
 	case uint64(m.Tokens) > uint64(len(inst.matchTok)) || uint64(m.Slots) > uint64(len(inst.matchIdx)):
-		return p, &abi.Error{Code: abi.CodeStaleMatch, Msg: fmt.Sprintf("match request %d has %d tokens and %d slots; %d and %d asked for",
+		return &abi.Error{Code: abi.CodeStaleMatch, Msg: fmt.Sprintf("match request %d has %d tokens and %d slots; %d and %d asked for",
 			m.MatchID, len(inst.matchTok), len(inst.matchIdx), m.Tokens, m.Slots)}
 	}
 	p.Tokens = nil
@@ -503,7 +509,7 @@ func (d *Dispatcher) matchedParams(inst *instance, q *abi.Request) (core.InsertP
 			p.Slots = d.cat
 		}
 	}
-	return p, nil
+	return nil
 }
 
 func (d *Dispatcher) create(q *abi.Request, r *abi.Response) error {

@@ -73,6 +73,55 @@ func BenchmarkEngine_Insert(b *testing.B) {
 	}
 }
 
+// BenchmarkEngine_SmallCalls measures the fixed cost of a call on each
+// engine, where the arrays are too small to matter: a stats call (as
+// Evictable makes), a match of 16 cached tokens, and a lock with its
+// unlock. The wire engines' excess over direct is the codec and the
+// dispatcher (and for wasm, the boundary and the guest's slower code).
+func BenchmarkEngine_SmallCalls(b *testing.B) {
+	for _, call := range []string{"stats", "match16", "lock+unlock"} {
+		for _, k := range engineKinds {
+			b.Run(call+"/"+k.name, func(b *testing.B) {
+				e := newEngine(b, k.new, core.Config{PageSize: 16})
+				key := seq(1, 16)
+				if _, _, err := e.Insert(core.InsertParams{Tokens: key, Slots: seqSlots(0, 16)}); err != nil {
+					b.Fatal(err)
+				}
+				m, err := e.Match(nil, core.Namespace{}, key)
+				if err != nil {
+					b.Fatal(err)
+				}
+				node, dst := m.LastDevice, make([]int32, 0, 16)
+				b.ReportAllocs()
+				switch call {
+				case "stats":
+					for b.Loop() {
+						if n, err := e.Evictable(core.Full); err != nil || n != 16 {
+							b.Fatal(n, err)
+						}
+					}
+				case "match16":
+					for b.Loop() {
+						if m, err := e.Match(dst[:0], core.Namespace{}, key); err != nil || m.DeviceLen != 16 {
+							b.Fatal(m.DeviceLen, err)
+						}
+					}
+				case "lock+unlock":
+					for b.Loop() {
+						rc, err := e.Lock(node, 0)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if err := e.Unlock(node, rc, false); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkWasm_Compile compiles radixkv.wasm in a new runtime: cold
 // (empty cache), from a warm in-memory cache, and from a warm directory
 // cache opened afresh (as a new process would).
