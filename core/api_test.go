@@ -185,7 +185,7 @@ func TestTree_Match(t *testing.T) {
 		require.Empty(t, res.Indices)
 		require.Equal(t, tr.Root(), res.LastDevice)
 		require.Equal(t, before, tr.Render(), "an unknown namespace touches no node")
-		_, ok := tr.nsLookup(Namespace{LoRA: "never"})
+		_, ok := tr.nsLookup(&Namespace{LoRA: "never"})
 		require.False(t, ok, "matching must not intern namespaces")
 	})
 	t.Run("keys shorter than a page", func(t *testing.T) {
@@ -256,13 +256,13 @@ func TestTree_Insert(t *testing.T) {
 			apiUnchanged(t, tr, ErrInvalidArgument, func() error { _, _, err := tr.Insert(p); return err })
 			apiUnchanged(t, tr, ErrInvalidArgument, func() error { _, err := tr.BeginInsert(p); return err })
 		}
-		_, ok := tr.nsLookup(Namespace{ExtraKey: "x"})
+		_, ok := tr.nsLookup(&Namespace{ExtraKey: "x"})
 		require.False(t, ok)
 		apiUnchanged(t, tr, ErrInvalidArgument, func() error {
 			_, _, err := tr.Insert(InsertParams{Namespace: Namespace{ExtraKey: "x"}, Tokens: tokens})
 			return err
 		})
-		_, ok = tr.nsLookup(Namespace{ExtraKey: "x"})
+		_, ok = tr.nsLookup(&Namespace{ExtraKey: "x"})
 		require.False(t, ok, "a failed insert must not intern its namespace")
 	})
 	t.Run("slots past the aligned length are ignored", func(t *testing.T) {
@@ -767,7 +767,7 @@ func TestTree_HashCollisions(t *testing.T) {
 	_, _, err = tr.Evict(Full, 1000, nil)
 	require.NoError(t, err)
 	require.Equal(t, []NodeID{tr.Root()}, tr.Nodes())
-	require.Empty(t, tr.edges)
+	require.Zero(t, tr.edges.n)
 	require.NoError(t, tr.SanityCheck())
 }
 

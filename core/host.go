@@ -436,7 +436,7 @@ func (t *Tree) HostLock(node NodeID) (Receipt, error) {
 		}
 		t.refreshLeaf(i)
 	}
-	t.receipts[r.Serial] = liveReceipt{idx: i, r: r, hostSpan: span}
+	t.receipts.add(i, &r).hostSpan = span
 	return r, nil
 }
 
@@ -496,7 +496,7 @@ func (t *Tree) HostUnlock(node NodeID, r Receipt) error {
 			t.hostFullSpan(i, live.hostSpan, func(j int32) { t.hostUnlockOne(j, Full) })
 		}
 	}
-	delete(t.receipts, r.Serial)
+	t.receipts.remove(r.Serial)
 	return nil
 }
 

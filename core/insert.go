@@ -253,7 +253,7 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 		key:      q,
 		value:    p.Slots[:L],
 		L:        L,
-		ns:       t.nsIntern(p.Namespace),
+		ns:       t.nsIntern(&p.Namespace),
 		prev:     p.PrevPrefixLen,
 		session:  p.SessionID,
 		priority: p.Priority,

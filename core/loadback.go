@@ -213,14 +213,14 @@ func (t *Tree) InsertHost(anchor NodeID, ns Namespace, tokens []uint32, hostSlot
 			return InsertHostResult{}, nil, fmt.Errorf("%w: host slot %d at atom %d is negative", ErrInvalidArgument, s, k)
 		}
 	}
-	nsID, known := t.nsLookup(ns)
+	nsID, known := t.nsLookup(&ns)
 	if a != rootIdx && (!known || t.nodes[a].ns != nsID) {
 		return InsertHostResult{}, nil, fmt.Errorf("%w: namespace differs from the anchor's", ErrInvalidArgument)
 	}
 	if L == 0 {
 		return InsertHostResult{}, nil, nil
 	}
-	nsID = t.nsIntern(ns)
+	nsID = t.nsIntern(&ns)
 	var acts []Action
 	wd := t.cfg.width
 	node, off := a, 0

@@ -70,7 +70,7 @@ func (t *Tree) Lock(node NodeID, skip ComponentSet) (Receipt, error) {
 	*r = Receipt{Node: node, Serial: t.receiptSerial, Skipped: skip}
 	if i == rootIdx {
 		// Locking the root protects nothing; the receipt still pairs.
-		t.receipts[r.Serial] = liveReceipt{idx: i, r: *r}
+		t.receipts.add(i, r)
 		return *r, nil
 	}
 	for _, c := range t.comps {
@@ -79,7 +79,7 @@ func (t *Tree) Lock(node NodeID, skip ComponentSet) (Receipt, error) {
 		}
 	}
 	t.refreshLeaf(i)
-	t.receipts[r.Serial] = liveReceipt{idx: i, r: *r}
+	t.receipts.add(i, r)
 	return *r, nil
 }
 
@@ -108,7 +108,7 @@ func (t *Tree) Unlock(node NodeID, receipt Receipt, skipSWA bool) error {
 		return fmt.Errorf("%w: receipt %d: its SWA lock was released early; unlock with skipSWA", ErrReceipt, r.Serial)
 	}
 	if i == rootIdx {
-		delete(t.receipts, r.Serial)
+		t.receipts.remove(r.Serial)
 		return nil
 	}
 	// Components at or below SWA's priority went with the early release.
@@ -127,7 +127,7 @@ func (t *Tree) Unlock(node NodeID, receipt Receipt, skipSWA bool) error {
 			c.release(t, i, r)
 		}
 	}
-	delete(t.receipts, r.Serial)
+	t.receipts.remove(r.Serial)
 	t.refreshLeaf(i)
 	return nil
 }
@@ -165,7 +165,6 @@ func (t *Tree) UnlockSWA(node NodeID, r Receipt) ([]Action, error) {
 		}
 	}
 	live.swaReleased = true
-	t.receipts[r.Serial] = live
 	if i == rootIdx {
 		return nil, nil
 	}
@@ -180,36 +179,37 @@ func (t *Tree) UnlockSWA(node NodeID, r Receipt) ([]Action, error) {
 }
 
 // liveReceipt resolves node and checks that r is the live receipt issued
-// for it.
-func (t *Tree) liveReceipt(node NodeID, r Receipt) (int32, liveReceipt, error) {
+// for it. The record stays the tree's: valid until a receipt is added or
+// removed.
+func (t *Tree) liveReceipt(node NodeID, r Receipt) (int32, *liveReceipt, error) {
 	if err := t.checkUsable(); err != nil {
-		return nilIdx, liveReceipt{}, err
+		return nilIdx, nil, err
 	}
 	i, err := t.resolve(node)
 	if err != nil {
-		return nilIdx, liveReceipt{}, err
+		return nilIdx, nil, err
 	}
 	if r.Node != node {
-		return nilIdx, liveReceipt{}, fmt.Errorf("%w: receipt %d was taken on %v, released on %v", ErrReceipt, r.Serial, r.Node, node)
+		return nilIdx, nil, fmt.Errorf("%w: receipt %d was taken on %v, released on %v", ErrReceipt, r.Serial, r.Node, node)
 	}
-	live, ok := t.receipts[r.Serial]
-	if !ok {
-		return nilIdx, liveReceipt{}, fmt.Errorf("%w: receipt %d is not live (already released, or issued before a reset or by another tree)", ErrReceipt, r.Serial)
+	live := t.receipts.get(r.Serial)
+	if live == nil {
+		return nilIdx, nil, fmt.Errorf("%w: receipt %d is not live (already released, or issued before a reset or by another tree)", ErrReceipt, r.Serial)
 	}
 	if live.idx != i || live.r != r {
-		return nilIdx, liveReceipt{}, fmt.Errorf("%w: receipt %d does not match the one issued (%+v)", ErrReceipt, r.Serial, live.r)
+		return nilIdx, nil, fmt.Errorf("%w: receipt %d does not match the one issued (%+v)", ErrReceipt, r.Serial, live.r)
 	}
 	return i, live, nil
 }
 
 // LiveReceiptCount returns the number of unreleased receipts.
-func (t *Tree) LiveReceiptCount() int { return len(t.receipts) }
+func (t *Tree) LiveReceiptCount() int { return t.receipts.len() }
 
 // LiveReceipts returns the serials of unreleased receipts in order.
 func (t *Tree) LiveReceipts() []uint64 {
-	out := make([]uint64, 0, len(t.receipts))
-	for s := range t.receipts {
-		out = append(out, s)
+	out := make([]uint64, 0, t.receipts.len())
+	for k := range t.receipts.recs {
+		out = append(out, t.receipts.recs[k].r.Serial)
 	}
 	slices.Sort(out)
 	return out

@@ -80,11 +80,12 @@ func (t *Tree) Match(dst []int32, ns Namespace, tokens []uint32) (MatchResult, e
 	if L == 0 {
 		return r, nil
 	}
-	nsID, ok := t.nsLookup(ns)
+	nsID, ok := t.nsLookup(&ns)
 	w := matchWalk{best: rootIdx, bestDevice: rootIdx}
+	depth := 0
 	if ok {
 		var err error
-		if r.Indices, r.Actions, err = t.matchWalk(&w, r.Indices, nsID, q, L); err != nil {
+		if r.Indices, r.Actions, depth, err = t.matchWalk(&w, r.Indices, nsID, q, L); err != nil {
 			return MatchResult{Indices: dst, SWABranchingSeqlen: -1, MambaBranchingSeqlen: -1, MambaSlot: -1}, err
 		}
 		// The walk compared w.fullHit atoms, ending on a node boundary
@@ -98,7 +99,7 @@ func (t *Tree) Match(dst []int32, ns Namespace, tokens []uint32) (MatchResult, e
 	for _, c := range t.comps[1:] {
 		c.refreshLRU(t, phaseMatchEnd, w.best)
 	}
-	t.retickPath(w.best)
+	t.retickPath(w.best, depth)
 
 	r.Best = t.handle(w.best)
 	r.LastDevice = t.handle(w.bestDevice)
@@ -112,45 +113,26 @@ func (t *Tree) Match(dst []int32, ns Namespace, tokens []uint32) (MatchResult, e
 	return r, nil
 }
 
+// matchVals is the walk's validator state per auxiliary component: for
+// the best node (host values allowed under the host tier) and for the best
+// device node.
+type matchVals struct {
+	all, dev [numComponents - 1]validator
+}
+
 // matchWalk walks from the root, appending Full device values to dst for
-// every node it passes and remembering the deepest accepted nodes.
-func (t *Tree) matchWalk(w *matchWalk, dst []int32, ns uint32, q []uint32, L int) ([]int32, []Action, error) {
-	hostOK := t.cfg.hostTier
-	var vals, devVals [numComponents]validator
-	for k, c := range t.comps {
-		vals[k] = c.startMatch(hostOK)
-		devVals[k] = c.startMatch(false)
+// every node it passes and remembering the deepest accepted nodes. It
+// also returns the depth of w.best (the root is 0).
+func (t *Tree) matchWalk(w *matchWalk, dst []int32, ns uint32, q []uint32, L int) ([]int32, []Action, int, error) {
+	var v matchVals
+	for k, c := range t.comps[1:] {
+		v.all[k] = c.startMatch(t.cfg.hostTier)
+		v.dev[k] = c.startMatch(false)
 	}
 	base := len(dst)
-	accept := func(i int32) {
-		all := true
-		for k, c := range t.comps {
-			var ok bool
-			vals[k], ok = c.accept(t, vals[k], i)
-			all = ok && all
-		}
-		if all {
-			w.best = i
-		}
-		if !hostOK {
-			if all {
-				w.bestDevice, w.deviceLen = i, len(dst)-base
-			}
-			return
-		}
-		dev := true
-		for k, c := range t.comps {
-			var ok bool
-			devVals[k], ok = c.accept(t, devVals[k], i)
-			dev = ok && dev
-		}
-		if dev {
-			w.bestDevice, w.deviceLen = i, len(dst)-base
-		}
-	}
 	var acts []Action
 	wd := t.cfg.width
-	cur, off := rootIdx, 0
+	cur, off, depth, bestDepth := rootIdx, 0, 0, 0
 	for off < L {
 		child := t.lookup(cur, ns, q[off*wd:])
 		if child == nilIdx {
@@ -162,36 +144,74 @@ func (t *Tree) matchWalk(w *matchWalk, dst []int32, ns uint32, q []uint32, L int
 		}
 		p := t.matchLen(q[off*wd:L*wd], c.key)
 		w.fullHit += p
+		depth++
 		if p < t.keyAtoms(c) {
 			prefix, more, err := t.split(child, p, acts)
 			if err != nil {
-				return dst, nil, err
+				return dst, nil, 0, err
 			}
 			acts = more
 			if v := t.nodes[prefix].dev[Full]; v != nil {
 				dst = append(dst, v...)
 			}
-			accept(prefix)
+			if t.matchAccept(w, &v, prefix, len(dst)-base) {
+				bestDepth = depth
+			}
 			break
 		}
 		if v := c.dev[Full]; v != nil {
 			dst = append(dst, v...)
 		}
 		cur = child
-		accept(child)
+		if t.matchAccept(w, &v, child, len(dst)-base) {
+			bestDepth = depth
+		}
 		off += p
 	}
-	return dst, acts, nil
+	return dst, acts, bestDepth, nil
 }
 
-// retickPath restamps best and its ancestors (root included) with fresh
-// ticks, newest at best.
-func (t *Tree) retickPath(best int32) {
-	k := int64(0)
-	for i := best; i != nilIdx; i = t.nodes[i].parent {
-		k++
+// matchAccept runs every component's validator on node i, which the walk
+// has reached with got device slots appended, and moves w's best and best
+// device node there if they accept. It reports whether i is the new best.
+// Full's validator is fullComponent.accept, stateless, inlined here: the
+// node holds a device value (or, for the best node under the host tier, a
+// host one).
+func (t *Tree) matchAccept(w *matchWalk, v *matchVals, i int32, got int) bool {
+	n := &t.nodes[i]
+	hostOK := t.cfg.hostTier
+	dev := n.dev[Full] != nil
+	all := dev || (hostOK && n.host[Full] != nil)
+	aux := t.comps[1:]
+	for k, c := range aux {
+		var ok bool
+		v.all[k], ok = c.accept(t, v.all[k], i)
+		all = ok && all
 	}
-	t.tick += k
+	if all {
+		w.best = i
+	}
+	if !hostOK {
+		if all {
+			w.bestDevice, w.deviceLen = i, got
+		}
+		return all
+	}
+	for k, c := range aux {
+		var ok bool
+		v.dev[k], ok = c.accept(t, v.dev[k], i)
+		dev = ok && dev
+	}
+	if dev {
+		w.bestDevice, w.deviceLen = i, got
+	}
+	return all
+}
+
+// retickPath restamps best, at depth depth, and its ancestors (root
+// included) with fresh ticks, newest at best.
+func (t *Tree) retickPath(best int32, depth int) {
+	t.tick += int64(depth) + 1
 	tick := t.tick
 	decays, counts, onMatch := t.cfg.policy.decays, t.cfg.policy.counts, t.cfg.policy.onMatch
 	for i := best; i != nilIdx; i = t.nodes[i].parent {
@@ -246,7 +266,7 @@ func (t *Tree) split(child int32, at int, acts []Action) (int32, []Action, error
 	p.parent, p.pos = parent, c.pos
 	t.nodes[parent].children[c.pos] = prefix
 	p.edgeHash, p.edgeNext = c.edgeHash, c.edgeNext
-	t.replaceEdge(edgeKey{parent, c.ns, c.edgeHash}, child, prefix)
+	t.replaceEdge(c.edgeHash, child, prefix)
 
 	for _, comp := range t.comps {
 		comp.split(t, prefix, child, at)

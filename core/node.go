@@ -32,8 +32,8 @@ type node struct {
 	// where key, dev[Full] and children live in the tree's slabs (zero:
 	// not in one); see slabs.go.
 	keyAt, fullAt, kidsAt slabRef
-	// edge map bookkeeping: the hash of the first page and the next node on
-	// the same (parent, ns, hash) collision chain.
+	// edge table bookkeeping: the node's key there (edgeKey) and the
+	// next node on the same key's collision chain.
 	edgeHash uint64
 	edgeNext int32
 
@@ -97,11 +97,13 @@ func (n *node) hostLocked() bool {
 	return false
 }
 
-// edgeKey indexes a child by its parent, namespace and first-page hash.
-type edgeKey struct {
-	parent int32
-	ns     uint32
-	hash   uint64
+// edgeKey is the edge table's key of a child of parent in namespace ns
+// whose first page hashes to h. Children with different first pages may
+// share a key (and a collision chain), so lookup compares the page; for a
+// given page hash the key is a bijection of (parent, ns), so an equal key
+// and page mean the same parent and namespace.
+func edgeKey(parent int32, ns uint32, h uint64) uint64 {
+	return h ^ (uint64(uint32(parent))<<32|uint64(ns))*0xd6e8feb86659fd93
 }
 
 // handle returns the NodeID of arena slot i.
@@ -189,20 +191,19 @@ func (t *Tree) nextTick() int64 {
 // the first page of words q.
 func (t *Tree) lookup(parent int32, ns uint32, q []uint32) int32 {
 	page := t.firstPage(q)
-	i, ok := t.edges[edgeKey{parent, ns, pageHash(page)}]
+	i, ok := t.edges.get(edgeKey(parent, ns, pageHash(page)))
 	if !ok {
 		return nilIdx
 	}
 	for ; i != nilIdx; i = t.nodes[i].edgeNext {
-		k := t.nodes[i].key
-		if mismatch(k[:len(page)], page) == len(page) {
+		if k := t.nodes[i].key; mismatch(k[:len(page)], page) == len(page) {
 			return i
 		}
 	}
 	return nilIdx
 }
 
-// link attaches child under parent: children list and edge map.
+// link attaches child under parent: children list and edge table.
 func (t *Tree) link(parent, child int32) {
 	t.shape++
 	c := &t.nodes[child]
@@ -213,20 +214,20 @@ func (t *Tree) link(parent, child int32) {
 		t.growChildren(p)
 	}
 	p.children = append(p.children, child)
-	c.edgeHash = pageHash(t.firstPage(c.key))
-	k := edgeKey{parent, c.ns, c.edgeHash}
-	if head, ok := t.edges[k]; ok {
+	k := edgeKey(parent, c.ns, pageHash(t.firstPage(c.key)))
+	c.edgeHash = k
+	if head, ok := t.edges.get(k); ok {
 		c.edgeNext = head
 	} else {
 		c.edgeNext = nilIdx
 	}
-	t.edges[k] = child
+	t.edges.put(k, child)
 	if c.dev[Full] != nil {
 		p.devChildren++
 	}
 }
 
-// unlink detaches child from its parent: children list and edge map.
+// unlink detaches child from its parent: children list and edge table.
 func (t *Tree) unlink(child int32) {
 	t.shape++
 	c := &t.nodes[child]
@@ -236,8 +237,7 @@ func (t *Tree) unlink(child int32) {
 	p.children[c.pos] = last
 	t.nodes[last].pos = c.pos
 	p.children = p.children[:len(p.children)-1]
-	k := edgeKey{parent, c.ns, c.edgeHash}
-	t.replaceEdge(k, child, c.edgeNext)
+	t.replaceEdge(c.edgeHash, child, c.edgeNext)
 	if c.dev[Full] != nil {
 		p.devChildren--
 	}
@@ -247,13 +247,13 @@ func (t *Tree) unlink(child int32) {
 // replaceEdge puts repl in old's place on the collision chain of k (repl
 // may be nilIdx to drop old). repl inherits nothing: callers set its
 // edgeNext before or after as needed.
-func (t *Tree) replaceEdge(k edgeKey, old, repl int32) {
-	head := t.edges[k]
+func (t *Tree) replaceEdge(k uint64, old, repl int32) {
+	head, _ := t.edges.get(k)
 	if head == old {
 		if repl == nilIdx {
-			delete(t.edges, k)
+			t.edges.del(k)
 		} else {
-			t.edges[k] = repl
+			t.edges.put(k, repl)
 		}
 		return
 	}

@@ -42,7 +42,7 @@ func (t *Tree) Protect(ns Namespace, tokens []uint32) (Protection, error) {
 	q, L := t.atomsOf(tokens)
 	var path []nodeRef
 	covered := 0
-	if nsID, ok := t.nsLookup(ns); ok && L > 0 {
+	if nsID, ok := t.nsLookup(&ns); ok && L > 0 {
 		wd := t.cfg.width
 		cur, off := rootIdx, 0
 		for off < L {

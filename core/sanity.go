@@ -46,8 +46,12 @@ func (t *Tree) SanityCheckOngoing(o Ongoing) error {
 	// Expected lock counts from the live receipts.
 	wantLock := make([][numComponents]uint32, len(t.nodes))
 	wantHost := make([][numComponents]uint32, len(t.nodes))
-	for serial, live := range t.receipts {
-		i := live.idx
+	if err := t.receipts.check(); err != nil {
+		add("tree: %v", err)
+	}
+	for k := range t.receipts.recs {
+		live := &t.receipts.recs[k]
+		serial, i := live.r.Serial, live.idx
 		if live.r.Host {
 			continue
 		}
@@ -96,7 +100,7 @@ func (t *Tree) SanityCheckOngoing(o Ongoing) error {
 		if len(n.key) == 0 || len(n.key)%wordsPerPage != 0 {
 			add("%v: key of %d words is empty or not page-aligned", id, len(n.key))
 		} else if t.lookup(n.parent, n.ns, n.key) != i {
-			add("%v: the edge map does not lead to it from its parent", id)
+			add("%v: the edge table does not lead to it from its parent", id)
 		} else {
 			edges++
 		}
@@ -205,8 +209,8 @@ func (t *Tree) SanityCheckOngoing(o Ongoing) error {
 	if reach := t.countReachable(); reach != live {
 		add("tree: %d live nodes but %d reachable from the root", live, reach)
 	}
-	if n := t.edgeCount(); n != live {
-		add("tree: edge map holds %d entries for %d nodes", n, live)
+	if n := t.edgeCount(add); n != live {
+		add("tree: edge table holds %d entries for %d nodes", n, live)
 	}
 	t.checkLRUs(add)
 	if hleaves != len(t.hset) {
@@ -274,21 +278,34 @@ func (t *Tree) countReachable() int {
 	return seen
 }
 
-func (t *Tree) edgeCount() int {
+// edgeCount counts the nodes on the edge table's chains, adding a
+// violation for a broken table or a chain member filed under another key.
+func (t *Tree) edgeCount(add func(string, ...any)) int {
+	if err := t.edges.check(); err != nil {
+		add("tree: edge table: %v", err)
+	}
 	k := 0
-	for _, head := range t.edges {
+	t.edges.each(func(key uint64, head int32) {
 		for i := head; i != nilIdx && k <= len(t.nodes); i = t.nodes[i].edgeNext {
+			if i < 0 || int(i) >= len(t.nodes) {
+				add("tree: edge chain %#x leads to slot %d", key, i)
+				return
+			}
+			if t.nodes[i].edgeHash != key {
+				add("%v: on the edge chain of %#x, keyed %#x", t.handle(i), key, t.nodes[i].edgeHash)
+			}
 			k++
 		}
-	}
+	})
 	return k
 }
 
 // checkHostReceipts adds the host lock counts the live host receipts
 // account for.
 func (t *Tree) checkHostReceipts(want [][numComponents]uint32, add func(string, ...any)) {
-	for serial, live := range t.receipts {
-		i := live.idx
+	for k := range t.receipts.recs {
+		live := &t.receipts.recs[k]
+		serial, i := live.r.Serial, live.idx
 		if !live.r.Host || i == rootIdx || !t.nodes[i].live {
 			continue
 		}

@@ -28,7 +28,7 @@ type Tree struct {
 
 	nodes []node
 	free  []int32
-	edges map[edgeKey]int32
+	edges idTable // edgeKey → head of the collision chain (node.go)
 	tick  int64
 	// shape counts changes to node keys and parent-child edges (alloc,
 	// release, link, unlink, setKey, Reset); lastMatch is what the last
@@ -48,6 +48,7 @@ type Tree struct {
 
 	nsIDs  map[Namespace]uint32
 	nsList []Namespace
+	nsMemo uint32 // the non-default namespace found last (namespace.go)
 
 	evictable [numComponents]int
 	protected [numComponents]int
@@ -59,7 +60,7 @@ type Tree struct {
 	lrus      [numTiers][numComponents]lruList
 	swaUUIDs  int64 // last SWA boundary stamp issued (never reset)
 
-	receipts      map[uint64]liveReceipt // by serial
+	receipts      receiptTable // live receipts by serial (receipts.go)
 	receiptSerial uint64
 	lockReceipt   Receipt // Lock's and Unlock's scratch receipt (kept off the heap)
 
@@ -110,10 +111,8 @@ func New(cfg Config) (*Tree, error) {
 	}
 	t := &Tree{
 		cfg:       v,
-		edges:     make(map[edgeKey]int32),
 		nsIDs:     make(map[Namespace]uint32),
 		nsList:    []Namespace{{}},
-		receipts:  make(map[uint64]liveReceipt),
 		loadBacks: make(map[int32]uint32),
 	}
 	for _, c := range v.comps {
@@ -170,7 +169,7 @@ func (t *Tree) Reset() {
 	for i := int32(len(t.nodes)) - 1; i > rootIdx; i-- {
 		t.free = append(t.free, i)
 	}
-	clear(t.edges)
+	t.edges.reset()
 	t.tick = 0
 	t.inflation = 0
 	t.adapt.reset()
@@ -185,7 +184,7 @@ func (t *Tree) Reset() {
 	t.hostUsed = [numComponents]int{}
 	clear(t.loadBacks)
 	t.clearLRUs()
-	clear(t.receipts)
+	t.receipts.reset()
 	clear(t.protections)
 	t.ins = insertState{keyBuf: t.ins.keyBuf[:0], valBuf: t.ins.valBuf[:0]}
 	t.walk = evictWalk{heap: t.walk.heap[:0]}
