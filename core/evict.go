@@ -1,6 +1,9 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // EvictStep reports one step of an eviction walk.
 type EvictStep struct {
@@ -100,23 +103,63 @@ func (t *Tree) EvictStart(c Component, want int) error {
 	if c != Full {
 		return nil
 	}
-	for _, i := range t.dset {
-		w.heap = append(w.heap, t.heapEntry(i))
-	}
-	for k := len(w.heap)/2 - 1; k >= 0; k-- {
-		heapDown(w.heap, k)
+	if want > 0 {
+		w.heap = t.buildHeap(w.heap, t.dset)
 	}
 	return nil
+}
+
+// buildHeap returns h refilled with the entries of leaves, in heap order.
+// It is the guest's per-walk cost (every evictable leaf, to pop a few), so
+// it writes entries in place and reads the common policies' keys directly
+// instead of through the key function.
+func (t *Tree) buildHeap(h []heapEntry, leaves []int32) []heapEntry {
+	h = slices.Grow(h[:0], len(leaves))[:len(leaves)]
+	nodes := t.nodes
+	switch t.cfg.policy.plain {
+	case keyLastAccess:
+		for k, i := range leaves {
+			n := &nodes[i]
+			h[k] = heapEntry{a: n.lastAccess, idx: i, tag: entryTag(n)}
+		}
+	case keyCreation:
+		for k, i := range leaves {
+			n := &nodes[i]
+			h[k] = heapEntry{a: n.creation, idx: i, tag: entryTag(n)}
+		}
+	case keyHits:
+		for k, i := range leaves {
+			n := &nodes[i]
+			h[k] = heapEntry{a: n.hits, b: n.lastAccess, idx: i, tag: entryTag(n)}
+		}
+	case keyPriority:
+		for k, i := range leaves {
+			n := &nodes[i]
+			h[k] = heapEntry{a: n.priority, b: n.lastAccess, idx: i, tag: entryTag(n)}
+		}
+	default:
+		for k, i := range leaves {
+			h[k] = t.heapEntry(i)
+		}
+	}
+	heapify(h)
+	return h
 }
 
 func (t *Tree) heapEntry(i int32) heapEntry {
 	n := &t.nodes[i]
 	a, b := t.cfg.policy.key(t, n)
+	return heapEntry{a: a, b: b, idx: i, tag: entryTag(n)}
+}
+
+// entryTag is a heap entry's tag for node n: its generation, and whether
+// a queued request protects it.
+func entryTag(n *node) uint64 {
 	tag := uint64(n.gen)
 	if n.queued > 0 {
 		tag |= heapQueued
 	}
-	return heapEntry{a: a, b: b, idx: i, tag: tag}
+	return tag
 }
 
 // EvictNext evicts the next leaf of the walk and returns its frees. A leaf
@@ -420,6 +463,32 @@ func (t *Tree) cleanupTombstones(i int32, acts []Action) []Action {
 // and compares through pointers: in the WebAssembly build each entry
 // copied is four loads and stores and each by-value comparison two
 // copies, and a 250-leaf heap took ~9 µs to build against ~1 natively.
+
+// heapify orders h as a heap: heapDown from the last parent to the root,
+// in one loop (a call per parent costs more than its work in the
+// WebAssembly build). The result is the array the calls would leave.
+func heapify(h []heapEntry) {
+	n := len(h)
+	for top := n/2 - 1; top >= 0; top-- {
+		k, x := top, h[top]
+		for {
+			l := 2*k + 1
+			if l >= n {
+				break
+			}
+			m := l
+			if r := l + 1; r < n && h[r].less(&h[l]) {
+				m = r
+			}
+			if !h[m].less(&x) {
+				break
+			}
+			h[k] = h[m]
+			k = m
+		}
+		h[k] = x
+	}
+}
 
 func heapDown(h []heapEntry, k int) {
 	n := len(h)

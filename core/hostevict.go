@@ -40,13 +40,7 @@ func (t *Tree) EvictHost(c Component, want int, dst []Action) ([]Action, int, er
 			dst = t.reclaimCoexisting(want, pass == 0, dst, freed)
 		}
 	}
-	heap := t.walk.hostHeap[:0]
-	for _, i := range t.hset {
-		heap = append(heap, t.heapEntry(i))
-	}
-	for k := len(heap)/2 - 1; k >= 0; k-- {
-		heapDown(heap, k)
-	}
+	heap := t.buildHeap(t.walk.hostHeap, t.hset)
 	for len(heap) > 0 && freed() < want {
 		var e heapEntry
 		e, heap = heapPop(heap)

@@ -7,6 +7,9 @@ import "slices"
 type policy struct {
 	name string
 	key  func(t *Tree, n *node) (int64, int64)
+	// plain names the node fields key reads when it only reads fields
+	// (buildHeap reads them without the call); keyFunc otherwise.
+	plain plainKey
 	// onEvict lets a policy update tree-wide state (gdsf's inflation).
 	onEvict func(t *Tree, n *node)
 	// onInsert lets a policy look at a new leaf (the adaptive policy's
@@ -32,13 +35,24 @@ type policy struct {
 	onMatch func(t *Tree, n *node)
 }
 
+// plainKey is a key that reads node fields only: (a, b) as named.
+type plainKey uint8
+
+const (
+	keyFunc       plainKey = iota // call key
+	keyLastAccess                 // (lastAccess, 0)
+	keyCreation                   // (creation, 0)
+	keyHits                       // (hits, lastAccess)
+	keyPriority                   // (priority, lastAccess)
+)
+
 var policies = []policy{
-	{name: "lru", key: func(_ *Tree, n *node) (int64, int64) { return n.lastAccess, 0 }},
-	{name: "lfu", key: func(_ *Tree, n *node) (int64, int64) { return n.hits, n.lastAccess }},
-	{name: "fifo", key: func(_ *Tree, n *node) (int64, int64) { return n.creation, 0 }},
+	{name: "lru", key: func(_ *Tree, n *node) (int64, int64) { return n.lastAccess, 0 }, plain: keyLastAccess},
+	{name: "lfu", key: func(_ *Tree, n *node) (int64, int64) { return n.hits, n.lastAccess }, plain: keyHits},
+	{name: "fifo", key: func(_ *Tree, n *node) (int64, int64) { return n.creation, 0 }, plain: keyCreation},
 	{name: "mru", key: func(_ *Tree, n *node) (int64, int64) { return -n.lastAccess, 0 }},
 	{name: "filo", key: func(_ *Tree, n *node) (int64, int64) { return -n.creation, 0 }},
-	{name: "priority", key: func(_ *Tree, n *node) (int64, int64) { return n.priority, n.lastAccess }},
+	{name: "priority", key: func(_ *Tree, n *node) (int64, int64) { return n.priority, n.lastAccess }, plain: keyPriority},
 	{name: "slru", key: func(_ *Tree, n *node) (int64, int64) {
 		if n.hits >= 2 {
 			return 1, n.lastAccess

@@ -138,21 +138,33 @@ func (a *slabAlloc[T]) free(at slabRef, n int) {
 	mem := a.slabs[s]
 	start, end := int(at.off), int(at.off)+n
 	a.used -= n
+	// The merged range takes over a neighbour's record (the right one's
+	// when both merge, the other going spare): the record a drop and a
+	// fresh record() would pick, without the round trip.
+	keep := int32(0)
 	if start > 0 {
 		if r := a.tagAt(s, mem[start-1]); r != 0 && int(a.recs[r].off+a.recs[r].n) == start {
 			start = int(a.recs[r].off)
 			a.unlist(r)
-			a.drop(r)
+			keep = r
 		}
 	}
 	if end < len(mem) {
 		if r := a.tagAt(s, mem[end]); r != 0 && int(a.recs[r].off) == end {
 			end += int(a.recs[r].n)
 			a.unlist(r)
-			a.drop(r)
+			if keep != 0 {
+				a.drop(keep)
+			}
+			keep = r
 		}
 	}
-	a.freeRange(s, start, end)
+	if keep == 0 {
+		keep = a.record()
+	}
+	a.recs[keep] = freeRange{slab: s, off: int32(start), n: int32(end - start)}
+	mem[start], mem[end-1] = T(keep), T(keep)
+	a.list(keep)
 }
 
 // reset frees everything: each slab becomes one free range again.
