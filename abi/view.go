@@ -28,24 +28,16 @@ func (s *Scratch) SetWordViewer(v WordViewer) { s.view = v }
 // viewI32s decodes an i32 array as a view of the message bytes when the
 // Scratch has a viewer that can take them; ok is false otherwise, and
 // nothing was consumed.
-func (r *reader) viewI32s(field string) (_ []int32, ok bool) {
-	v, n, b := r.viewTake(field)
-	if v == nil {
-		return nil, false
-	}
-	if n == 0 {
-		return nil, true
-	}
-	w, ok := v.ViewI32(b)
-	if !ok || len(w) != n {
-		r.off -= 4 + 4*n // let the copying path decode it
-		return nil, false
-	}
-	return w[:n:n], true
+func (r *reader) viewI32s(field string) ([]int32, bool) {
+	return viewWords(r, field, WordViewer.ViewI32)
 }
 
 // viewU32s is viewI32s for u32 arrays.
-func (r *reader) viewU32s(field string) (_ []uint32, ok bool) {
+func (r *reader) viewU32s(field string) ([]uint32, bool) {
+	return viewWords(r, field, WordViewer.ViewU32)
+}
+
+func viewWords[T uint32 | int32](r *reader, field string, view func(WordViewer, []byte) ([]T, bool)) ([]T, bool) {
 	v, n, b := r.viewTake(field)
 	if v == nil {
 		return nil, false
@@ -53,9 +45,9 @@ func (r *reader) viewU32s(field string) (_ []uint32, ok bool) {
 	if n == 0 {
 		return nil, true
 	}
-	w, ok := v.ViewU32(b)
+	w, ok := view(v, b)
 	if !ok || len(w) != n {
-		r.off -= 4 + 4*n
+		r.off -= 4 + 4*n // let the copying path decode it
 		return nil, false
 	}
 	return w[:n:n], true

@@ -77,7 +77,7 @@ func lrfuEvict(t *Tree, n *node) {
 		return
 	}
 	// Keep ghosts for about as many atoms as the cache holds.
-	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
+	k := ghostKey{t.handle(n.parent), n.ns, n.edgeKey}
 	a.ghosts.put(k, n.crf, len(n.dev[Full]), t.evictable[Full]+t.protected[Full])
 }
 
@@ -85,7 +85,7 @@ func lrfuEvict(t *Tree, n *node) {
 func lrfuInsert(t *Tree, i int32) {
 	a := &t.adapt
 	n := &t.nodes[i]
-	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
+	k := ghostKey{t.handle(n.parent), n.ns, n.edgeKey}
 	crf, ok := a.ghosts.take(k)
 	if !ok {
 		return

@@ -76,7 +76,7 @@ func leaveReuseGhost(t *Tree, n *node, evicted *int64, gs *ghostSet[admitGhost])
 	if n.parent == nilIdx {
 		return
 	}
-	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
+	k := ghostKey{t.handle(n.parent), n.ns, n.edgeKey}
 	gs.put(k, admitGhost{evicted: *evicted, reused: n.reused}, atoms, admitHistory*cache)
 }
 
@@ -85,7 +85,7 @@ func leaveReuseGhost(t *Tree, n *node, evicted *int64, gs *ghostSet[admitGhost])
 func admitInsert(t *Tree, i int32) {
 	a := &t.admit
 	n := &t.nodes[i]
-	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
+	k := ghostKey{t.handle(n.parent), n.ns, n.edgeKey}
 	g, ok := a.ghosts.take(k)
 	if !ok {
 		return

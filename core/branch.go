@@ -82,7 +82,7 @@ func branchInsert(t *Tree, i int32) {
 	b := &t.branch
 	n := &t.nodes[i]
 	p := n.parent
-	k := ghostKey{t.handle(p), n.ns, n.edgeHash}
+	k := ghostKey{t.handle(p), n.ns, n.edgeKey}
 	g, ok := b.ghosts.take(k)
 	if !ok {
 		b.births++

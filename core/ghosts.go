@@ -1,10 +1,11 @@
 package core
 
-// ghostKey names an evicted leaf: its parent, namespace and first page.
+// ghostKey names an evicted leaf: its parent, namespace and first page
+// (edge is the leaf's edge-table key, which mixes the three).
 type ghostKey struct {
 	parent NodeID
 	ns     uint32
-	hash   uint64
+	edge   uint64
 }
 
 // ghostSet remembers recently evicted leaves (the lrfu and admit policies'

@@ -87,9 +87,9 @@ func TestSanity_EdgeTable(t *testing.T) {
 	}
 	require.NoError(t, tr.SanityCheck())
 	child := tr.nodes[rootIdx].children[0]
-	tr.nodes[child].edgeHash ^= 1
+	tr.nodes[child].edgeKey ^= 1
 	require.ErrorContains(t, tr.SanityCheck(), "on the edge chain of")
-	tr.nodes[child].edgeHash ^= 1
+	tr.nodes[child].edgeKey ^= 1
 	tr.edges.n++
 	require.ErrorContains(t, tr.SanityCheck(), "edge table: ")
 	tr.edges.n--
@@ -140,7 +140,7 @@ func TestTree_EdgeKeyCollisions(t *testing.T) {
 		return 0
 	}
 	t.Cleanup(func() { pageHash = saved })
-	require.Equal(t, edgeKey(rootIdx, 0, mix), edgeKey(rootIdx, 1, 0))
+	require.Equal(t, edgeKeyOf(rootIdx, 0, mix), edgeKeyOf(rootIdx, 1, 0))
 
 	tr := apiTree(t, Config{PageSize: 2})
 	salt := Namespace{CacheSalt: "s"}

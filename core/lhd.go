@@ -161,7 +161,7 @@ func lhdEvict(t *Tree, n *node) {
 	cache := t.evictable[Full] + t.protected[Full]
 	s.evicted += int64(atoms)
 	if n.parent != nilIdx {
-		k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
+		k := ghostKey{t.handle(n.parent), n.ns, n.edgeKey}
 		s.ghosts.put(k, lhdGhost{last: n.lastAccess, returns: n.lhdReturns}, atoms, lhdHistory*cache)
 		for _, g := range s.ghosts.dropped {
 			s.ends[s.slot(g.v.returns, t.tick-g.v.last)] += uint64(g.atoms)
@@ -183,7 +183,7 @@ func lhdInsert(t *Tree, i int32) {
 	s := &t.lhd
 	s.init()
 	n := &t.nodes[i]
-	k := ghostKey{t.handle(n.parent), n.ns, n.edgeHash}
+	k := ghostKey{t.handle(n.parent), n.ns, n.edgeKey}
 	atoms, g, ok := s.ghosts.takeAtoms(k)
 	if !ok {
 		return

@@ -265,8 +265,8 @@ func (t *Tree) split(child int32, at int, acts []Action) (int32, []Action, error
 	parent := c.parent
 	p.parent, p.pos = parent, c.pos
 	t.nodes[parent].children[c.pos] = prefix
-	p.edgeHash, p.edgeNext = c.edgeHash, c.edgeNext
-	t.replaceEdge(c.edgeHash, child, prefix)
+	p.edgeKey, p.edgeNext = c.edgeKey, c.edgeNext
+	t.replaceEdge(c.edgeKey, child, prefix)
 
 	for _, comp := range t.comps {
 		comp.split(t, prefix, child, at)

@@ -32,9 +32,10 @@ type node struct {
 	// where key, dev[Full] and children live in the tree's slabs (zero:
 	// not in one); see slabs.go.
 	keyAt, fullAt, kidsAt slabRef
-	// edge table bookkeeping: the node's key there (edgeKey) and the
-	// next node on the same key's collision chain.
-	edgeHash uint64
+	// edge table bookkeeping: the node's key there (edgeKeyOf its
+	// parent, namespace and first page) and the next node on the same
+	// key's collision chain.
+	edgeKey  uint64
 	edgeNext int32
 
 	dev      [numComponents][]int32 // device values; nil means none
@@ -97,12 +98,12 @@ func (n *node) hostLocked() bool {
 	return false
 }
 
-// edgeKey is the edge table's key of a child of parent in namespace ns
+// edgeKeyOf is the edge table's key of a child of parent in namespace ns
 // whose first page hashes to h. Children with different first pages may
 // share a key (and a collision chain), so lookup compares the page; for a
 // given page hash the key is a bijection of (parent, ns), so an equal key
 // and page mean the same parent and namespace.
-func edgeKey(parent int32, ns uint32, h uint64) uint64 {
+func edgeKeyOf(parent int32, ns uint32, h uint64) uint64 {
 	return h ^ (uint64(uint32(parent))<<32|uint64(ns))*0xd6e8feb86659fd93
 }
 
@@ -191,7 +192,7 @@ func (t *Tree) nextTick() int64 {
 // the first page of words q.
 func (t *Tree) lookup(parent int32, ns uint32, q []uint32) int32 {
 	page := t.firstPage(q)
-	i, ok := t.edges.get(edgeKey(parent, ns, pageHash(page)))
+	i, ok := t.edges.get(edgeKeyOf(parent, ns, pageHash(page)))
 	if !ok {
 		return nilIdx
 	}
@@ -214,8 +215,8 @@ func (t *Tree) link(parent, child int32) {
 		t.growChildren(p)
 	}
 	p.children = append(p.children, child)
-	k := edgeKey(parent, c.ns, pageHash(t.firstPage(c.key)))
-	c.edgeHash = k
+	k := edgeKeyOf(parent, c.ns, pageHash(t.firstPage(c.key)))
+	c.edgeKey = k
 	if head, ok := t.edges.get(k); ok {
 		c.edgeNext = head
 	} else {
@@ -237,7 +238,7 @@ func (t *Tree) unlink(child int32) {
 	p.children[c.pos] = last
 	t.nodes[last].pos = c.pos
 	p.children = p.children[:len(p.children)-1]
-	t.replaceEdge(c.edgeHash, child, c.edgeNext)
+	t.replaceEdge(c.edgeKey, child, c.edgeNext)
 	if c.dev[Full] != nil {
 		p.devChildren--
 	}

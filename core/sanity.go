@@ -291,8 +291,8 @@ func (t *Tree) edgeCount(add func(string, ...any)) int {
 				add("tree: edge chain %#x leads to slot %d", key, i)
 				return
 			}
-			if t.nodes[i].edgeHash != key {
-				add("%v: on the edge chain of %#x, keyed %#x", t.handle(i), key, t.nodes[i].edgeHash)
+			if t.nodes[i].edgeKey != key {
+				add("%v: on the edge chain of %#x, keyed %#x", t.handle(i), key, t.nodes[i].edgeKey)
 			}
 			k++
 		}

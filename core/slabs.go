@@ -162,9 +162,7 @@ func (a *slabAlloc[T]) free(at slabRef, n int) {
 	if keep == 0 {
 		keep = a.record()
 	}
-	a.recs[keep] = freeRange{slab: s, off: int32(start), n: int32(end - start)}
-	mem[start], mem[end-1] = T(keep), T(keep)
-	a.list(keep)
+	a.fileRange(keep, s, start, end)
 }
 
 // reset frees everything: each slab becomes one free range again.
@@ -195,11 +193,17 @@ func (a *slabAlloc[T]) tagAt(s int32, v T) int32 {
 // freeRange records [start, end) of slab s as one free range.
 func (a *slabAlloc[T]) freeRange(s int32, start, end int) int32 {
 	r := a.record()
+	a.fileRange(r, s, start, end)
+	return r
+}
+
+// fileRange makes record r the free range [start, end) of slab s: the
+// record, the boundary tags at both ends and its free list.
+func (a *slabAlloc[T]) fileRange(r, s int32, start, end int) {
 	a.recs[r] = freeRange{slab: s, off: int32(start), n: int32(end - start)}
 	mem := a.slabs[s]
 	mem[start], mem[end-1] = T(r), T(r)
 	a.list(r)
-	return r
 }
 
 // find returns a free range of at least n elements, or 0 when none is

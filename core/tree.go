@@ -28,7 +28,7 @@ type Tree struct {
 
 	nodes []node
 	free  []int32
-	edges idTable // edgeKey → head of the collision chain (node.go)
+	edges idTable // edgeKeyOf → head of the collision chain (node.go)
 	tick  int64
 	// shape counts changes to node keys and parent-child edges (alloc,
 	// release, link, unlink, setKey, Reset); lastMatch is what the last

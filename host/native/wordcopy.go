@@ -10,10 +10,12 @@ import (
 // decoded: mostly token, slot and index arrays) copies word arrays as
 // memory instead of converting them one at a time. The bytes are the
 // portable codec's exactly (abi.TestSetWordCopier); big-endian hosts keep
-// the portable loops.
+// the portable loops. Responses' bulk word arrays are read in place
+// there too (responseViewer).
 func init() {
 	if littleEndian {
 		abi.SetWordCopier(wordview.Copier{})
+		responseViewer = wordview.Viewer{}
 	}
 }
 
@@ -26,9 +28,3 @@ var littleEndian = wordview.LittleEndian()
 // above all) in place, on little-endian hosts: every wire engine's
 // scratch decodes with it (see wireEngine.scratch for the lifetime).
 var responseViewer abi.WordViewer
-
-func init() {
-	if littleEndian {
-		responseViewer = wordview.Viewer{}
-	}
-}
