@@ -3,7 +3,7 @@ package wordview
 import "testing"
 
 // TestKernels checks both kernels against word-by-word loops on every
-// length to 80 words and both alignments of each slice, with the
+// length to 160 words (past two of the widest steps) and both alignments of each slice, with the
 // difference (or the negative slot) at every position.
 func TestKernels(t *testing.T) {
 	refMismatch := func(a, b []uint32) int {
@@ -24,12 +24,12 @@ func TestKernels(t *testing.T) {
 		return false
 	}
 	var k Kernels
-	ba, bb := make([]uint32, 96), make([]uint32, 96)
-	bs := make([]int32, 96)
+	ba, bb := make([]uint32, 176), make([]uint32, 176)
+	bs := make([]int32, 176)
 	for i := range ba {
 		ba[i], bb[i], bs[i] = uint32(i)*2654435761, uint32(i)*2654435761, int32(i)
 	}
-	for n := range 81 {
+	for n := range 161 {
 		for _, offA := range []int{0, 1} {
 			for _, offB := range []int{0, 1, 2} {
 				a, b := ba[offA:offA+n], bb[offB:offB+n]
