@@ -411,9 +411,16 @@ func verifyWords(rec []uint32, used []uint64, h uint32, tokens []uint32, slots [
 // for tokens tk at position words p, p+canaryPosMul, ... from chain value
 // h while the slots are consecutive and each record is the step from the
 // one before it; it returns the chain value, the next position word and
-// how many records it confirmed. A loop of its own, so that its values
-// stay in registers.
+// how many records it confirmed. It runs the vector kernel this CPU has
+// (canary_amd64.go), else checkWordsGo: the same results.
 func checkWords(r []uint32, sl []int32, tk []uint32, h, p, k1 uint32) (uint32, uint32, int) {
+	return checkWordsVec(canaryVector, r, sl, tk, h, p, k1)
+}
+
+// checkWordsGo is checkWords in Go: the definition the vector kernels
+// are tested against, and the loop where there are none. A loop of its
+// own, so that its values stay in registers.
+func checkWordsGo(r []uint32, sl []int32, tk []uint32, h, p, k1 uint32) (uint32, uint32, int) {
 	const k2 = canaryK2 // an immediate: the loop is a register short otherwise
 	n := min(len(r), len(sl), len(tk))
 	r, sl, tk = r[:n], sl[:n], tk[:n]
@@ -430,8 +437,18 @@ func checkWords(r []uint32, sl []int32, tk []uint32, h, p, k1 uint32) (uint32, u
 	return h, p, n
 }
 
-// writeWords is writeRun's loop on the records' word view.
+// writeWords is writeRun's loop on the records' word view: it writes the
+// records of tokens tk at position words p, p+canaryPosMul, ... from
+// chain value h into rec while the slots sl are consecutive, and returns
+// the chain value and how many it wrote. It runs the vector kernel this
+// CPU has (canary_amd64.go), else writeWordsGo: the same records.
 func writeWords(rec []uint32, sl []int32, tk []uint32, h, p, k1, k2 uint32) (uint32, int) {
+	return writeWordsVec(canaryVector, rec, sl, tk, h, p, k1, k2)
+}
+
+// writeWordsGo is writeWords in Go: the definition the vector kernels
+// are tested against, and the loop where there are none.
+func writeWordsGo(rec []uint32, sl []int32, tk []uint32, h, p, k1, k2 uint32) (uint32, int) {
 	n := min(len(rec), len(sl), len(tk))
 	rec, sl, tk = rec[:n], sl[:n], tk[:n]
 	if n == 0 {

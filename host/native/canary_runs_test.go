@@ -3,7 +3,6 @@ package native
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -170,10 +169,18 @@ func TestWriteRun(t *testing.T) {
 // BenchmarkCanaryRecords writes and checks the records of a list of
 // slots, whole pages of 16 in a shuffled order (as Prefill and a match's
 // verification see them), through writeRun and verifyRuns: in a pool of
-// 4096 slots that fits the cache (the loops' own cost), and in one of 3M
-// slots, 12 MB of records, swept whole each time (with the memory's).
+// 4096 slots that fits the cache (the loops' own cost, a call a page),
+// and in one of 3M slots, 12 MB of records, swept whole each time (with
+// the memory's). The -runs1k cases shuffle runs of 64 pages instead: on
+// the shared trace a write or check covers ~1400 consecutive slots on
+// average, so these are the kernels' cost a record with little per-call
+// work.
 func BenchmarkCanaryRecords(b *testing.B) {
-	for _, n := range []int{4096, 3_000_000} {
+	for _, sz := range []struct {
+		n, run int
+		name   string
+	}{{4096, 16, "4k"}, {3_000_000, 16, "3000k"}, {4096, 1024, "4k-runs1k"}, {3_000_000, 1024, "3000k-runs1k"}} {
+		n := sz.n / sz.run * sz.run
 		mem := make([]byte, n*CanaryBytes)
 		used := make([]uint64, (n+63)/64)
 		for i := range used {
@@ -181,15 +188,15 @@ func BenchmarkCanaryRecords(b *testing.B) {
 		}
 		tokens := make([]uint32, n)
 		slots := make([]int32, n)
-		for i, pg := range rand.New(rand.NewPCG(15, 16)).Perm(n / 16) {
-			for j := range 16 {
-				slots[i*16+j] = int32(pg*16 + j)
+		for i, pg := range rand.New(rand.NewPCG(15, 16)).Perm(n / sz.run) {
+			for j := range sz.run {
+				slots[i*sz.run+j] = int32(pg*sz.run + j)
 			}
 		}
 		for i := range tokens {
 			tokens[i] = uint32(i * 7)
 		}
-		name := fmt.Sprintf("%dk", n/1000)
+		name := sz.name
 		b.Run(name+"/write", func(b *testing.B) {
 			for b.Loop() {
 				h := uint32(1)
