@@ -67,7 +67,9 @@ func decodeMatchedRequest(r *reader, q *Request, slots []int32, prevNS *core.Nam
 	r.namespaceInto(&p.Namespace, prevNS)
 	m.Tokens = r.u32("token_count")
 	m.Slots = r.u32("slot_prefix")
-	if k, n := uint64(m.Slots), r.peekCount(); n > 0 && k+n <= uint64(cap(slots)) {
+	if m.Slots == 0 {
+		p.Slots = r.slotsIn(q, slots)
+	} else if k, n := uint64(m.Slots), r.peekCount(); n > 0 && k+n <= uint64(cap(slots)) {
 		p.Slots = r.i32s("slots", slots[k:k:cap(slots)])
 	} else {
 		p.Slots = r.i32s("slots", slots)
