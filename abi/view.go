@@ -94,8 +94,8 @@ func (q *Request) Views() Views { return q.views }
 // a dispatcher reads only while it answers the request are views of b
 // where v can take them, instead of copies into q's buffers: the tokens
 // of match and match_lock, the tokens and slots of insert and
-// begin_insert, and the slots of begin_insert_matched (and its _unlock
-// form) that name no slot prefix. Request.Views says which were. A view
+// begin_insert, and the sent slots of begin_insert_matched (and its
+// _unlock form). Request.Views says which were. A view
 // is valid while b is unchanged, so a caller that keeps one past the call
 // (a match's tokens, for the insert that names it) copies it, unless the
 // host promises the bytes outlive that use. A later decode into q never

@@ -574,9 +574,15 @@ func (d *Dispatcher) matchedParams(inst *instance, q *abi.Request) error {
 	if k := int(m.Slots); k > 0 {
 		// The codec decoded the sent slots k entries into the request's
 		// buffer when it had room: put the match's before them there.
-		// Otherwise join both in a buffer of their own.
+		// Sent slots read in place go after the match's in the
+		// instance's own buffer when the insert takes all of them (what
+		// is written lies past the kept indices). Otherwise join both in
+		// a buffer of their own.
 		n := len(p.Slots)
-		if full := d.slots[:cap(d.slots)]; n > 0 && k+n <= len(full) && &full[k] == &p.Slots[0] {
+		if q.Views()&abi.ViewSlots != 0 && k == len(inst.matchIdx) {
+			p.Slots = append(inst.matchIdx, p.Slots...)
+			inst.matchIdx = p.Slots[:k]
+		} else if full := d.slots[:cap(d.slots)]; n > 0 && k+n <= len(full) && &full[k] == &p.Slots[0] {
 			p.Slots = full[:k+n]
 			copy(p.Slots, inst.matchIdx[:k])
 		} else {

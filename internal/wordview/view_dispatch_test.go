@@ -12,8 +12,8 @@ import (
 )
 
 // TestDecodeRequestViewing: the bulk arrays of match, match_lock, insert,
-// begin_insert and a prefix-less begin_insert_matched are views of the
-// request bytes (and say so), those of other ops are copies, and a later
+// begin_insert and begin_insert_matched are views of the request bytes
+// (and say so), those of other ops are copies, and a later
 // decode into the same Request never writes into an earlier view.
 func TestDecodeRequestViewing(t *testing.T) {
 	if !wordview.LittleEndian() {
@@ -31,7 +31,7 @@ func TestDecodeRequestViewing(t *testing.T) {
 		{abi.Request{Op: abi.OpInsert, Instance: 1, Insert: ins}, abi.ViewTokens | abi.ViewSlots},
 		{abi.Request{Op: abi.OpBeginInsert, Instance: 1, Insert: ins}, abi.ViewTokens | abi.ViewSlots},
 		{abi.Request{Op: abi.OpBeginInsertMatched, Instance: 1, Insert: core.InsertParams{Slots: slots}, Matched: abi.MatchedRef{MatchID: 3, Tokens: 8}}, abi.ViewSlots},
-		{abi.Request{Op: abi.OpBeginInsertMatched, Instance: 1, Insert: core.InsertParams{Slots: slots[2:]}, Matched: abi.MatchedRef{MatchID: 3, Tokens: 8, Slots: 2}}, 0},
+		{abi.Request{Op: abi.OpBeginInsertMatched, Instance: 1, Insert: core.InsertParams{Slots: slots[2:]}, Matched: abi.MatchedRef{MatchID: 3, Tokens: 8, Slots: 2}}, abi.ViewSlots},
 		{abi.Request{Op: abi.OpProtect, Instance: 1, Insert: core.InsertParams{Tokens: toks}}, 0},
 	}
 	var q abi.Request
@@ -153,8 +153,17 @@ func TestDispatcher_RequestViews(t *testing.T) {
 			t.Fatalf("round %d: matched %d", round, len(m.Match.Indices))
 		}
 		send(abi.Request{Op: abi.OpStats, Instance: h}, false)
-		if r := matched(id-1, toks, slots, 16); r.Status != abi.StatusOK {
+		match := id - 1
+		if r := matched(match, toks, slots, 16); r.Status != abi.StatusOK {
 			t.Fatalf("round %d: %s", round, r.Message)
+		}
+		// The match is still kept, its indices intact: name it again,
+		// with all its slots and with fewer (the sent ones then go to a
+		// buffer of their own).
+		for _, k := range []int{16, 8} {
+			if r := matched(match, toks, slots, k); r.Status != abi.StatusOK {
+				t.Fatalf("round %d, again with %d slots: %s", round, k, r.Message)
+			}
 		}
 		// A miss, named with no slot prefix (its slots read in place).
 		toks, slots = seq(32, base+500)
