@@ -35,7 +35,8 @@
 // result indices) for begin_insert_matched, which inserts those tokens,
 // and the match's slots first, without the host sending them again
 // (abi/SPEC.md §4.3.1). The dispatcher's decode buffers and the
-// instance's change owner on every match; nothing is copied.
+// instance's change owner on every match; nothing is copied (tokens read
+// in place, see Buffers, are copied unless CallKeeping brought them).
 //
 // # Failures
 //
