@@ -265,6 +265,13 @@ type Request struct {
 	// Matched names begin_insert_matched's match; Insert then holds the
 	// namespace, the slots after the matched ones, and the parameters.
 	Matched MatchedRef
+
+	// views says which of Insert's arrays the last decode read in place
+	// (DecodeRequestViewing); viewTok and viewSlot are where those views
+	// start, so that a later decode never writes into them.
+	views    Views
+	viewTok  *uint32
+	viewSlot *int32
 }
 
 // Stats is the body of a stats response.

@@ -67,7 +67,11 @@ func decodeMatchedRequest(r *reader, q *Request, slots []int32, prevNS *core.Nam
 	r.namespaceInto(&p.Namespace, prevNS)
 	m.Tokens = r.u32("token_count")
 	m.Slots = r.u32("slot_prefix")
-	if k, n := uint64(m.Slots), r.peekCount(); n > 0 && k+n <= uint64(cap(slots)) {
+	if m.Slots == 0 || r.view != nil {
+		// In place, where the reader views requests: the dispatcher
+		// puts the match's slots before them in a buffer of its own.
+		p.Slots = r.slotsIn(q, slots)
+	} else if k, n := uint64(m.Slots), r.peekCount(); n > 0 && k+n <= uint64(cap(slots)) {
 		p.Slots = r.i32s("slots", slots[k:k:cap(slots)])
 	} else {
 		p.Slots = r.i32s("slots", slots)

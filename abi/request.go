@@ -201,8 +201,17 @@ func (r *reader) receipt() core.Receipt {
 // returns an *Error whose Code is the wire code; the header fields of q
 // (Op, Instance, ID) are set whenever the header could be read, so that a
 // response can echo them.
-func DecodeRequest(q *Request, b []byte) error {
+func DecodeRequest(q *Request, b []byte) error { return decodeRequest(q, b, nil) }
+
+func decodeRequest(q *Request, b []byte, v WordViewer) error {
 	toks, slots, nodes, comps := q.Insert.Tokens[:0], q.Insert.Slots[:0], q.Nodes[:0], q.Config.Components[:0]
+	// A view of an earlier request is no buffer to decode into.
+	if startsAt(toks, q.viewTok) {
+		toks = nil
+	}
+	if startsAt(slots, q.viewSlot) {
+		slots = nil
+	}
 	prevNS := q.Insert.Namespace
 	resetRequest(q)
 	if len(b) < RequestHeaderSize {
@@ -213,7 +222,7 @@ func DecodeRequest(q *Request, b []byte) error {
 	h := b[:RequestHeaderSize]
 	magic, version, flags := le.Uint32(h[0:]), le.Uint16(h[4:]), le.Uint32(h[12:])
 	q.Op, q.Instance, q.ID = Op(le.Uint16(h[6:])), le.Uint32(h[8:]), le.Uint64(h[16:])
-	r := reader{b: b, off: RequestHeaderSize}
+	r := reader{b: b, off: RequestHeaderSize, view: v}
 	switch {
 	case magic != RequestMagic:
 		return errorf(CodeBadMagic, "magic 0x%08x is not the request magic 0x%08x (\"RKVQ\")", magic, RequestMagic)
@@ -256,7 +265,10 @@ func DecodeRequest(q *Request, b []byte) error {
 		md.SSMLayers, md.AttnLayers, md.MLPLayers = int(r.i32("mamba_ssm_layers")), int(r.i32("mamba_attn_layers")), int(r.i32("mamba_mlp_layers"))
 		md.D, md.N = int(r.i32("mamba_d")), int(r.i32("mamba_n"))
 		c.MambaAlpha = r.f64("mamba_alpha")
-	case OpMatch, OpProtect:
+	case OpMatch:
+		r.namespaceInto(&q.Insert.Namespace, &prevNS)
+		q.Insert.Tokens = r.tokensIn(q, toks)
+	case OpProtect:
 		r.namespaceInto(&q.Insert.Namespace, &prevNS)
 		q.Insert.Tokens = r.u32s("tokens", toks)
 	case OpUnprotect:
@@ -264,8 +276,8 @@ func DecodeRequest(q *Request, b []byte) error {
 	case OpInsert, OpBeginInsert:
 		p := &q.Insert
 		r.namespaceInto(&p.Namespace, &prevNS)
-		p.Tokens = r.u32s("tokens", toks)
-		p.Slots = r.i32s("slots", slots)
+		p.Tokens = r.tokensIn(q, toks)
+		p.Slots = r.slotsIn(q, slots)
 		decodeInsertTail(&r, p)
 	case OpBeginInsertMatched:
 		decodeMatchedRequest(&r, q, slots, &prevNS)
@@ -273,7 +285,7 @@ func DecodeRequest(q *Request, b []byte) error {
 		decodeMatchedUnlockRequest(&r, q, slots, &prevNS)
 	case OpMatchLock:
 		r.namespaceInto(&q.Insert.Namespace, &prevNS)
-		q.Insert.Tokens = r.u32s("tokens", toks)
+		q.Insert.Tokens = r.tokensIn(q, toks)
 		q.Skip = core.ComponentSet(r.u8("skip"))
 	case OpLock:
 		q.Node = core.NodeID(r.u64("node"))

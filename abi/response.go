@@ -280,6 +280,9 @@ type Scratch struct {
 	hashes []int64
 	tokens []uint32
 	view   WordViewer // see SetWordViewer
+	// policy is the last stats response's policy name, reused while it
+	// does not change: a host asks for stats around every eviction.
+	policy string
 }
 
 // reset empties s's buffers, keeping their capacity. The event list is
@@ -287,6 +290,16 @@ type Scratch struct {
 func (s *Scratch) reset() {
 	clear(s.events)
 	s.acts, s.slots, s.events, s.hashes, s.tokens = s.acts[:0], s.slots[:0], s.events[:0], s.hashes[:0], s.tokens[:0]
+}
+
+// policy decodes a stats response's policy name, as the scratch's last
+// one when it is the same (no allocation).
+func (r *reader) policy() string {
+	if r.s == nil {
+		return r.str("policy")
+	}
+	r.s.policy = r.strLike("policy", r.s.policy)
+	return r.s.policy
 }
 
 // DecodeResponseWith is DecodeResponse reusing s's buffers (s may be nil).
@@ -340,7 +353,7 @@ func DecodeResponseWith(r *Response, b []byte, s *Scratch) error {
 		s.Root = core.NodeID(d.u64("root"))
 		s.PageSize = d.u32("page_size")
 		s.Components = core.ComponentSet(d.u8("components"))
-		s.Policy = d.str("policy")
+		s.Policy = d.policy()
 		for i := range s.Evictable {
 			s.Evictable[i] = d.i64("evictable")
 		}

@@ -57,7 +57,11 @@ func viewWords[T uint32 | int32](r *reader, field string, view func(WordViewer, 
 // the count and the bytes, or a nil viewer (none installed, or a decode
 // error, which then sticks) with nothing consumed.
 func (r *reader) viewTake(field string) (WordViewer, int, []byte) {
-	if r.s == nil || r.s.view == nil || r.err != nil {
+	v := r.view
+	if v == nil && r.s != nil {
+		v = r.s.view
+	}
+	if v == nil || r.err != nil {
 		return nil, 0, nil
 	}
 	n := r.count(field, 4)
@@ -68,5 +72,68 @@ func (r *reader) viewTake(field string) (WordViewer, int, []byte) {
 	if r.err != nil || len(b) != 4*n {
 		return nil, 0, nil
 	}
-	return r.s.view, n, b
+	return v, n, b
+}
+
+// Views names the arrays of a Request that DecodeRequestViewing read in
+// place (see Request.Views).
+type Views uint8
+
+const (
+	// ViewTokens: Insert.Tokens views the request bytes.
+	ViewTokens Views = 1 << iota
+	// ViewSlots: Insert.Slots views the request bytes.
+	ViewSlots
+)
+
+// Views reports which of q's arrays the last decode into q read in place
+// of the request bytes (none after DecodeRequest).
+func (q *Request) Views() Views { return q.views }
+
+// DecodeRequestViewing is DecodeRequest, except that the bulk word arrays
+// a dispatcher reads only while it answers the request are views of b
+// where v can take them, instead of copies into q's buffers: the tokens
+// of match and match_lock, the tokens and slots of insert and
+// begin_insert, and the sent slots of begin_insert_matched (and its
+// _unlock form). Request.Views says which were. A view
+// is valid while b is unchanged, so a caller that keeps one past the call
+// (a match's tokens, for the insert that names it) copies it, unless the
+// host promises the bytes outlive that use. A later decode into q never
+// writes into a view.
+func DecodeRequestViewing(q *Request, b []byte, v WordViewer) error {
+	return decodeRequest(q, b, v)
+}
+
+// tokensIn decodes a request's token array, as a view where the reader's
+// request viewer can take it (recorded in q).
+func (r *reader) tokensIn(q *Request, dst []uint32) []uint32 {
+	if r.view != nil {
+		if w, ok := r.viewU32s("tokens"); ok {
+			if len(w) > 0 {
+				q.views |= ViewTokens
+				q.viewTok = &w[0]
+			}
+			return w
+		}
+	}
+	return r.u32s("tokens", dst)
+}
+
+// slotsIn is tokensIn for a request's slot array.
+func (r *reader) slotsIn(q *Request, dst []int32) []int32 {
+	if r.view != nil {
+		if w, ok := r.viewI32s("slots"); ok {
+			if len(w) > 0 {
+				q.views |= ViewSlots
+				q.viewSlot = &w[0]
+			}
+			return w
+		}
+	}
+	return r.i32s("slots", dst)
+}
+
+// startsAt reports whether s (of any length) starts at p.
+func startsAt[T uint32 | int32](s []T, p *T) bool {
+	return p != nil && cap(s) > 0 && &s[:1][0] == p
 }

@@ -18,6 +18,9 @@ type reader struct {
 	off int
 	err *Error
 	s   *Scratch // reusable decode buffers, or nil
+	// view reads a request's bulk arrays in place
+	// (DecodeRequestViewing), or is nil.
+	view WordViewer
 }
 
 func (r *reader) fail(c Code, format string, args ...any) {

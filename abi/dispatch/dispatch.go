@@ -13,6 +13,13 @@
 // Copy it to keep it. Call does not retain the request slice after it
 // returns; the tree keeps its own copies of tokens and slots.
 //
+// A host that may read words in place (SetRequestViewer) lets the
+// dispatcher read a request's token and slot arrays from the request
+// bytes instead of decoding them into buffers of its own; what it keeps
+// past the call (a match's tokens) it copies, except from CallKeeping,
+// whose caller keeps the request bytes as they are until its next
+// CallKeeping.
+//
 // # Instances and node ids
 //
 // A Dispatcher owns many trees, each named by a u32 handle. Handles start
@@ -28,7 +35,8 @@
 // result indices) for begin_insert_matched, which inserts those tokens,
 // and the match's slots first, without the host sending them again
 // (abi/SPEC.md §4.3.1). The dispatcher's decode buffers and the
-// instance's change owner on every match; nothing is copied.
+// instance's change owner on every match; nothing is copied (tokens read
+// in place, see Buffers, are copied unless CallKeeping brought them).
 //
 // # Failures
 //
@@ -71,6 +79,9 @@ type instance struct {
 	matchID  uint64
 	matchTok []uint32
 	matchIdx []int32
+	// tokBuf is the instance's own token buffer, which matchTok is a
+	// prefix of unless it views a kept request (Dispatcher.viewer).
+	tokBuf []uint32
 }
 
 // Dispatcher owns core trees by handle and answers ABI requests. It is
@@ -87,6 +98,14 @@ type Dispatcher struct {
 	req  abi.Request
 	resp abi.Response
 	out  []byte
+
+	// view, when set, reads request arrays in place (SetRequestViewer);
+	// keeping is set during CallKeeping; viewer is the instance whose
+	// kept match views the last CallKeeping's request, which the next
+	// one makes stale.
+	view    abi.WordViewer
+	keeping bool
+	viewer  *instance
 
 	// scratch reused across calls
 	toks  []uint32
@@ -120,7 +139,35 @@ func Tag(h uint32) uint32 {
 // the next Call. It never panics and always returns a well-formed
 // response.
 func (d *Dispatcher) Call(req []byte) (out []byte) {
+	return d.call(req, false)
+}
+
+// SetRequestViewer makes later calls read the bulk arrays of requests
+// (abi.DecodeRequestViewing) through v, in place of the request bytes,
+// where v can; nil restores the copies. Wire bytes and answers are the
+// same either way. A host whose request buffer holds words in their
+// memory order (a little-endian host calling in its own process) saves
+// decoding each token and slot once.
+func (d *Dispatcher) SetRequestViewer(v abi.WordViewer) { d.view = v }
+
+// CallKeeping is Call for a caller that keeps req's bytes unchanged until
+// its next CallKeeping on d (Call may come in between, on other
+// buffers): a match's tokens viewed in req (SetRequestViewer) are then
+// kept for begin_insert_matched as they are, not copied. The next
+// CallKeeping drops a match kept that way before it reads its own
+// request, so such a match is never used once its bytes may have changed
+// (a later insert naming it answers stale_match).
+func (d *Dispatcher) CallKeeping(req []byte) []byte {
+	if inst := d.viewer; inst != nil {
+		d.viewer = nil
+		inst.matchID, inst.matchTok = 0, nil
+	}
+	return d.call(req, true)
+}
+
+func (d *Dispatcher) call(req []byte, keeping bool) (out []byte) {
 	d.resp.Reset()
+	d.keeping = keeping
 	defer func() {
 		if p := recover(); p != nil {
 			out = d.recovered(p)
@@ -128,7 +175,12 @@ func (d *Dispatcher) Call(req []byte) (out []byte) {
 	}()
 	q := &d.req
 	q.Insert.Tokens, q.Insert.Slots, q.Nodes = d.toks, d.slots, d.ids
-	err := abi.DecodeRequest(q, req)
+	var err error
+	if d.view != nil {
+		err = abi.DecodeRequestViewing(q, req, d.view)
+	} else {
+		err = abi.DecodeRequest(q, req)
+	}
 	d.keepScratch()
 	r := &d.resp
 	r.Op, r.Instance, r.ID = q.Op, q.Instance, q.ID
@@ -150,10 +202,11 @@ func (d *Dispatcher) Call(req []byte) (out []byte) {
 
 func (d *Dispatcher) keepScratch() {
 	q := &d.req
-	if cap(q.Insert.Tokens) > cap(d.toks) {
+	v := q.Views()
+	if cap(q.Insert.Tokens) > cap(d.toks) && v&abi.ViewTokens == 0 {
 		d.toks = q.Insert.Tokens[:0]
 	}
-	if cap(q.Insert.Slots) > cap(d.slots) {
+	if cap(q.Insert.Slots) > cap(d.slots) && v&abi.ViewSlots == 0 {
 		d.slots = q.Insert.Slots[:0]
 	}
 	if cap(q.Nodes) > cap(d.ids) {
@@ -266,11 +319,17 @@ func (d *Dispatcher) run(q *abi.Request, r *abi.Response) error {
 	case abi.OpDestroy:
 		delete(d.trees, q.Instance)
 		d.hotH, d.hot = 0, nil
+		if d.viewer == inst {
+			d.viewer = nil
+		}
 		return nil
 	case abi.OpReset:
 		inst.tree.Reset()
 		inst.poisoned = ""
-		inst.matchID = 0
+		inst.matchID, inst.matchTok = 0, nil
+		if d.viewer == inst {
+			d.viewer = nil
+		}
 		inst.snap, inst.blocks = nil, nil // the next snapshot or block op starts empty
 		r.Tag, r.Root = inst.tag, inst.tree.Root()
 		return nil
@@ -462,13 +521,30 @@ func (d *Dispatcher) beginInsert(t *core.Tree, q *abi.Request, r *abi.Response) 
 // keepMatch makes a match inst's last match (none when it failed). The
 // decoded tokens and the result indices change owner: the instance keeps
 // them and gives the dispatcher its previous buffers for the next call.
+//
+// Tokens read in place of the request (SetRequestViewer) are copied into
+// the instance's buffer, since the request's bytes change after the call;
+// from CallKeeping they are kept as they are, a view of bytes its caller
+// keeps until its next CallKeeping, which drops the match first.
 func (d *Dispatcher) keepMatch(inst *instance, q *abi.Request, idx []int32, err error) {
+	if d.viewer == inst {
+		d.viewer = nil // replaced below, either way
+	}
 	if err != nil {
 		inst.matchID = 0
 		return
 	}
 	inst.matchID = q.ID
-	inst.matchTok, d.toks = q.Insert.Tokens, inst.matchTok[:0]
+	switch tok := q.Insert.Tokens; {
+	case q.Views()&abi.ViewTokens == 0:
+		inst.matchTok = tok
+		inst.tokBuf, d.toks = tok, inst.tokBuf[:0]
+	case d.keeping:
+		inst.matchTok, d.viewer = tok, inst
+	default:
+		inst.tokBuf = append(inst.tokBuf[:0], tok...)
+		inst.matchTok = inst.tokBuf
+	}
 	inst.matchIdx, d.idx = idx, inst.matchIdx[:0]
 }
 
@@ -499,9 +575,15 @@ func (d *Dispatcher) matchedParams(inst *instance, q *abi.Request) error {
 	if k := int(m.Slots); k > 0 {
 		// The codec decoded the sent slots k entries into the request's
 		// buffer when it had room: put the match's before them there.
-		// Otherwise join both in a buffer of their own.
+		// Sent slots read in place go after the match's in the
+		// instance's own buffer when the insert takes all of them (what
+		// is written lies past the kept indices). Otherwise join both in
+		// a buffer of their own.
 		n := len(p.Slots)
-		if full := d.slots[:cap(d.slots)]; n > 0 && k+n <= len(full) && &full[k] == &p.Slots[0] {
+		if q.Views()&abi.ViewSlots != 0 && k == len(inst.matchIdx) {
+			p.Slots = append(inst.matchIdx, p.Slots...)
+			inst.matchIdx = p.Slots[:k]
+		} else if full := d.slots[:cap(d.slots)]; n > 0 && k+n <= len(full) && &full[k] == &p.Slots[0] {
 			p.Slots = full[:k+n]
 			copy(p.Slots, inst.matchIdx[:k])
 		} else {

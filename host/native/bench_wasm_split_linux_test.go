@@ -79,6 +79,17 @@ func (s splitInPlace) callInPlace(q *abi.Request) ([]byte, error) {
 	return out, err
 }
 
+// splitKeeping is a splitTransport over the in-process dispatcher, whose
+// matches go by callKeeping as without the wrapper.
+type splitKeeping struct{ *splitTransport }
+
+func (s splitKeeping) callKeeping(req []byte) ([]byte, error) {
+	t0 := threadCPU()
+	out, err := s.inner.(keepingTransport).callKeeping(req)
+	s.charge(abi.Op(uint16(req[6])|uint16(req[7])<<8), threadCPU()-t0, len(req), len(out))
+	return out, err
+}
+
 // BenchmarkStack_WasmSplit replays the shared trace as
 // BenchmarkStack_Replay does, through the wasm and in-process engines
 // (and direct, for the ratio), and splits each replay's thread CPU time
@@ -179,7 +190,7 @@ func splitEngine(b *testing.B, kind string, st *splitTransport) Engine {
 		var ip Engine
 		if ip, err = NewInProcessEngine(cfg); err == nil {
 			st.inner = ip.(*wireEngine).tr
-			eng, err = newWireEngine(cfg, st)
+			eng, err = newWireEngine(cfg, splitKeeping{st})
 		}
 	case "wasm":
 		var rt *WasmRuntime

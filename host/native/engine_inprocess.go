@@ -5,10 +5,26 @@ import (
 	"github.com/radixkv/radixkv/core"
 )
 
-// dispatchTransport calls a dispatcher of its own directly.
+// dispatchTransport calls a dispatcher of its own directly. On
+// little-endian hosts the dispatcher reads the requests' token and slot
+// arrays in place (requestViewer), and keeps a match's tokens as a view
+// of the request the engine keeps until its next match (callKeeping), so
+// each token crosses from the host to the tree once, in the request.
 type dispatchTransport struct{ d *dispatch.Dispatcher }
 
+func newDispatchTransport() *dispatchTransport {
+	d := dispatch.New()
+	if requestViewer != nil {
+		d.SetRequestViewer(requestViewer)
+	}
+	return &dispatchTransport{d: d}
+}
+
 func (t *dispatchTransport) call(req []byte) ([]byte, error) { return t.d.Call(req), nil }
+
+func (t *dispatchTransport) callKeeping(req []byte) ([]byte, error) {
+	return t.d.CallKeeping(req), nil
+}
 
 func (t *dispatchTransport) close() error {
 	t.d = nil
@@ -28,7 +44,7 @@ func (t *dispatchTransport) close() error {
 // Errors: those of core.New (a *RemoteError wrapping core.ErrInvalidConfig
 // or core.ErrUnknownPolicy).
 func NewInProcessEngine(cfg core.Config) (Engine, error) {
-	e, err := newWireEngine(cfg, &dispatchTransport{d: dispatch.New()})
+	e, err := newWireEngine(cfg, newDispatchTransport())
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		checkKept = true
 		clobberResponses = true
+		clobberRequests = true
 	}
 	os.Exit(m.Run())
 }

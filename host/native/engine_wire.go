@@ -26,6 +26,15 @@ type inPlaceTransport interface {
 	callInPlace(q *abi.Request) ([]byte, error)
 }
 
+// keepingTransport is a transport whose guest may keep viewing the
+// bytes of a request sent by callKeeping after the call, until the next
+// callKeeping (see dispatch.Dispatcher.CallKeeping). The engine sends
+// matches that way, from a buffer of their own, so that the guest keeps
+// a match's tokens for the insert after it without copying them.
+type keepingTransport interface {
+	callKeeping(req []byte) ([]byte, error)
+}
+
 // RemoteError is an error response from an engine's guest: the ABI op
 // that failed, the wire code and the guest's message.
 //
@@ -130,6 +139,10 @@ type wireEngine struct {
 	q   abi.Request
 	r   abi.Response
 	req []byte
+	// reqKeep holds the last match sent through a keepingTransport,
+	// which its guest may read until the next one; reqSpare is the other
+	// buffer clobberRequests alternates with.
+	reqKeep, reqSpare []byte
 	// ids holds a request's node list in wire form.
 	ids []core.NodeID
 	// scratch holds decoded actions, and decoded events with their
@@ -262,9 +275,14 @@ func (e *wireEngine) roundTripMatch(op abi.Op, dst []int32) error {
 	var err error
 	if g, ok := e.tr.(inPlaceTransport); ok {
 		out, err = g.callInPlace(q)
+	} else if k, ok := e.tr.(keepingTransport); ok && (op == abi.OpMatch || op == abi.OpMatchLock) {
+		out, err = e.callKeeping(k, q)
 	} else {
 		e.req = abi.AppendRequest(e.req[:0], q)
 		out, err = e.tr.call(e.req)
+		if clobberRequests {
+			poison(e.req)
+		}
 	}
 	if err != nil {
 		e.failed = fmt.Errorf("%w (%w): %s: %w", ErrGuest, ErrEngineFailed, op, err)
@@ -584,6 +602,37 @@ func (e *wireEngine) hold(v []int32) []int32 {
 	return e.heldSlots[k:len(e.heldSlots):len(e.heldSlots)]
 }
 
+// callKeeping sends q through k from reqKeep, which then stays as it is
+// until the next callKeeping: the guest may still read it. Under
+// clobberRequests the two buffers alternate and the one the guest was
+// allowed to read until this call is poisoned after it.
+func (e *wireEngine) callKeeping(k keepingTransport, q *abi.Request) ([]byte, error) {
+	if clobberRequests {
+		e.reqKeep, e.reqSpare = e.reqSpare, e.reqKeep
+	}
+	e.reqKeep = abi.AppendRequest(e.reqKeep[:0], q)
+	out, err := k.callKeeping(e.reqKeep)
+	if clobberRequests {
+		poison(e.reqSpare)
+	}
+	return out, err
+}
+
+// clobberRequests is set by this package's tests: after each call the
+// engine overwrites the request's bytes (those of a callKeeping after the
+// next one), so that a guest that reads a view of a request after its
+// lifetime (see dispatch.Dispatcher.SetRequestViewer) reads poison: a
+// token 0xa5a5a5a5 that makes the tree differ from the direct engine's,
+// or a negative slot.
+var clobberRequests bool
+
+// poison overwrites b with 0xa5.
+func poison(b []byte) {
+	for i := range b {
+		b[i] = 0xa5
+	}
+}
+
 // clobberResponses is set by this package's tests: before each call the
 // engine overwrites the previous response's bytes, so that anything that
 // still reads a view of them after the next call (a slot list kept past
@@ -600,9 +649,7 @@ func (e *wireEngine) clobberLast() {
 	if len(b) == 0 || e.closed || e.failed != nil || !transportLive(e.tr) {
 		return
 	}
-	for i := range b {
-		b[i] = 0xa5
-	}
+	poison(b)
 }
 
 // transportLive reports whether tr's memory is still mapped.

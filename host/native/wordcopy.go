@@ -16,6 +16,7 @@ func init() {
 	if littleEndian {
 		abi.SetWordCopier(wordview.Copier{})
 		responseViewer = wordview.Viewer{}
+		requestViewer = wordview.Viewer{}
 	}
 }
 
@@ -28,3 +29,8 @@ var littleEndian = wordview.LittleEndian()
 // above all) in place, on little-endian hosts: every wire engine's
 // scratch decodes with it (see wireEngine.scratch for the lifetime).
 var responseViewer abi.WordViewer
+
+// requestViewer lets the in-process engine's dispatcher read the bulk
+// word arrays of requests in place, on little-endian hosts (see
+// newDispatchTransport).
+var requestViewer abi.WordViewer
