@@ -69,6 +69,14 @@ func init() { abi.SetWordCopier(wordview.Copier{}) }
 // words through views of the slices' memory, which core may not take.
 func init() { core.SetWordKernels(wordview.Kernels{}) }
 
+// And the dispatcher reads a request's token and slot arrays in place of
+// the request buffer (4-byte-aligned arrays only; wordview.Viewer copies
+// the others): an insert's slots are read once, by the tree, not copied
+// first. What the dispatcher keeps past a call it copies (see
+// dispatch.Dispatcher.SetRequestViewer), except a match sent by
+// radixkv_call_keeping, whose bytes the host keeps.
+func init() { d.SetRequestViewer(wordview.Viewer{}) }
+
 //go:wasmexport radixkv_abi_version
 func abiVersion() uint32 { return uint32(abi.Version) }
 

@@ -296,11 +296,23 @@ func (g *wasmGuest) run(n uint32) ([]byte, error) {
 		return nil, fmt.Errorf("radixkv_call: %w", err)
 	}
 	ptr, size := uint32(g.stack[0]>>32), uint32(g.stack[0])
+	if clobberRequests {
+		// The guest may not read the request after the call (it reads
+		// arrays in place during it): poison it.
+		g.poison(g.buf, n)
+	}
 	out, ok := g.mem.Read(ptr, size)
 	if !ok {
 		return nil, fmt.Errorf("response at 0x%x+%d is outside the %d bytes of memory", ptr, size, g.mem.Size())
 	}
 	return out, nil
+}
+
+// poison overwrites n guest bytes at ptr with 0xa5 (see clobberRequests).
+func (g *wasmGuest) poison(ptr, n uint32) {
+	if b, ok := g.mem.Read(ptr, n); ok {
+		poison(b)
+	}
 }
 
 // close frees the request buffer and closes the module instance, which
