@@ -1,6 +1,7 @@
 // Command wasm is the radixkv WebAssembly module: a WASI preview 1
-// reactor (built with -buildmode=c-shared) whose only exports are the four
-// functions below. They are thin wrappers over [dispatch.Dispatcher.Call];
+// reactor (built with -buildmode=c-shared) whose only exports are the five
+// functions below. They are thin wrappers over [dispatch.Dispatcher.Call]
+// (and CallKeeping);
 // the protocol is specified in abi/SPEC.md ("WebAssembly module").
 //
 // Memory ownership:
@@ -12,6 +13,9 @@
 //     ptr<<32|len of the response. The response buffer belongs to the
 //     guest: the host copies it out before its next radixkv_call and never
 //     frees it.
+//   - radixkv_call_keeping is radixkv_call on a buffer the host then
+//     keeps unchanged until its next radixkv_call_keeping, so a match's
+//     tokens are kept where they are (abi/SPEC.md §8, "Kept requests").
 //
 // Build: make wasm (see the top-level Makefile).
 package main
@@ -45,6 +49,15 @@ var (
 	// clears it.
 	hotPtr uint32
 	hot    []byte
+	// keptPtr is the buffer of the last radixkv_call_keeping, whose bytes
+	// the dispatcher may still view (a kept match's tokens): a free of it
+	// or a radixkv_call in it ends the host's promise early, and the
+	// kept match is dropped first.
+	keptPtr uint32
+	// keepPtr's buffer is the last one radixkv_call_keeping ran in: a
+	// host alternates it with its plain request buffer, which keeps hot.
+	keepPtr uint32
+	keep    []byte
 )
 
 // yieldEvery is how often (in calls) radixkv_call yields to the Go
@@ -90,9 +103,16 @@ func alloc(size uint32) uint32 {
 
 //go:wasmexport radixkv_free
 func free(ptr uint32) {
+	if ptr == keptPtr {
+		d.DropKept()
+		keptPtr = 0
+	}
 	delete(pinned, ptr)
 	if ptr == hotPtr {
 		hotPtr, hot = 0, nil
+	}
+	if ptr == keepPtr {
+		keepPtr, keep = 0, nil
 	}
 }
 
@@ -111,16 +131,62 @@ func buffer(ptr uint32) []byte {
 
 //go:wasmexport radixkv_call
 func call(ptr, size uint32) uint64 {
+	if ptr == keptPtr {
+		d.DropKept()
+		keptPtr = 0
+	}
+	return run(ptr, size)
+}
+
+// radixkv_call_keeping is radixkv_call for a host that leaves the
+// request's bytes unchanged until its next radixkv_call_keeping (it
+// neither frees the buffer nor passes it to radixkv_call meanwhile, which
+// would drop the promise): a match's tokens are then kept for
+// begin_insert_matched where they are (dispatch.Dispatcher.CallKeeping).
+//
+//go:wasmexport radixkv_call_keeping
+func callKeeping(ptr, size uint32) uint64 {
+	b := keep
+	if ptr != keepPtr || b == nil {
+		if b = pinned[ptr]; b != nil {
+			keepPtr, keep = ptr, b
+		}
+	}
+	var resp []byte
+	if b != nil && int(size) <= len(b) {
+		keptPtr = ptr
+		resp = d.CallKeeping(b[:size])
+	} else {
+		d.DropKept()
+		keptPtr = 0
+		resp = notAllocated()
+	}
+	return respond(resp)
+}
+
+func run(ptr, size uint32) uint64 {
 	var resp []byte
 	if b := buffer(ptr); b != nil && int(size) <= len(b) {
 		resp = d.Call(b[:size])
 	} else {
-		badCall = abi.AppendResponse(badCall[:0], &abi.Response{
-			Status: abi.StatusError, Code: abi.CodeMalformed,
-			Message: "radixkv_call: the request is not inside a buffer from radixkv_alloc",
-		})
-		resp = badCall
+		resp = notAllocated()
 	}
+	return respond(resp)
+}
+
+// notAllocated is the response to a call whose buffer is not a live
+// allocation.
+func notAllocated() []byte {
+	badCall = abi.AppendResponse(badCall[:0], &abi.Response{
+		Status: abi.StatusError, Code: abi.CodeMalformed,
+		Message: "radixkv_call: the request is not inside a buffer from radixkv_alloc",
+	})
+	return badCall
+}
+
+// respond yields now and then (yieldEvery) and returns resp as
+// ptr<<32|len.
+func respond(resp []byte) uint64 {
 	if calls++; calls%yieldEvery == 0 {
 		runtime.Gosched()
 	}

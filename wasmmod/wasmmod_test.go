@@ -102,7 +102,7 @@ func TestModule_Exports(t *testing.T) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	require.Equal(t, []string{"_initialize", "radixkv_abi_version", "radixkv_alloc", "radixkv_call", "radixkv_free"}, names)
+	require.Equal(t, []string{"_initialize", "radixkv_abi_version", "radixkv_alloc", "radixkv_call", "radixkv_call_keeping", "radixkv_free"}, names)
 	v, err := g.mod.ExportedFunction("radixkv_abi_version").Call(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, uint64(abi.Version), v[0])

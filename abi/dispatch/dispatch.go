@@ -158,11 +158,19 @@ func (d *Dispatcher) SetRequestViewer(v abi.WordViewer) { d.view = v }
 // request, so such a match is never used once its bytes may have changed
 // (a later insert naming it answers stale_match).
 func (d *Dispatcher) CallKeeping(req []byte) []byte {
+	d.DropKept()
+	return d.call(req, true)
+}
+
+// DropKept forgets a match kept as a view of the last CallKeeping's
+// request (none: nothing changes), so that a later insert naming it
+// answers stale_match: a caller whose promise to keep those bytes ends
+// early (it frees or reuses the buffer) calls it first.
+func (d *Dispatcher) DropKept() {
 	if inst := d.viewer; inst != nil {
 		d.viewer = nil
 		inst.matchID, inst.matchTok = 0, nil
 	}
-	return d.call(req, true)
 }
 
 func (d *Dispatcher) call(req []byte, keeping bool) (out []byte) {

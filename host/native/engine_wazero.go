@@ -160,7 +160,20 @@ type wasmGuest struct {
 
 	buf    uint32 // request buffer in guest memory (0: none yet)
 	bufCap uint32
+
+	// callKeep is radixkv_call_keeping, nil in a module without it. The
+	// engine's matches go through it from keep[cur], which the engine
+	// then leaves as it is until its next match, so the guest keeps the
+	// match's tokens where they are. Under clobberRequests the two
+	// regions alternate and the one released by a match is poisoned
+	// after it.
+	callKeep api.Function
+	keep     [2]guestBuf
+	cur      int
 }
+
+// guestBuf is a buffer from radixkv_alloc: its address and size.
+type guestBuf struct{ ptr, size uint32 }
 
 // initialRequestBuffer fits a match of about 16k tokens before growing.
 const initialRequestBuffer = 64 << 10
@@ -174,6 +187,7 @@ func (r *WasmRuntime) instantiate(ctx context.Context) (*wasmGuest, error) {
 		ctx: ctx, mod: mod, mem: mod.Memory(),
 		alloc: mod.ExportedFunction("radixkv_alloc"), free: mod.ExportedFunction("radixkv_free"),
 		callFun: mod.ExportedFunction("radixkv_call"), stack: make([]uint64, 2),
+		callKeep: mod.ExportedFunction("radixkv_call_keeping"),
 	}
 	version := mod.ExportedFunction("radixkv_abi_version")
 	if g.mem == nil || g.alloc == nil || g.free == nil || g.callFun == nil || version == nil {
@@ -199,9 +213,20 @@ func (r *WasmRuntime) instantiate(ctx context.Context) (*wasmGuest, error) {
 // buffer is allocated before the old one is freed, so a failure leaves
 // the old one in place.
 func (g *wasmGuest) grow(n uint32) error {
+	b := guestBuf{g.buf, g.bufCap}
+	if err := g.growBuf(&b, n); err != nil {
+		return err
+	}
+	g.buf, g.bufCap = b.ptr, b.size
+	return nil
+}
+
+// growBuf replaces b by a buffer of at least n bytes (at least twice
+// b's size), allocated before b is freed.
+func (g *wasmGuest) growBuf(b *guestBuf, n uint32) error {
 	size := max(n, initialRequestBuffer)
-	if g.bufCap > 0 && uint64(g.bufCap)*2 <= math.MaxUint32 {
-		size = max(size, 2*g.bufCap)
+	if b.size > 0 && uint64(b.size)*2 <= math.MaxUint32 {
+		size = max(size, 2*b.size)
 	}
 	g.stack[0] = uint64(size)
 	if err := g.alloc.CallWithStack(g.ctx, g.stack); err != nil {
@@ -214,20 +239,27 @@ func (g *wasmGuest) grow(n uint32) error {
 	if _, ok := g.mem.Read(ptr, size); !ok {
 		return fmt.Errorf("radixkv_alloc(%d) returned 0x%x, outside the %d bytes of memory", size, ptr, g.mem.Size())
 	}
-	if err := g.release(); err != nil {
+	if err := g.releaseBuf(b); err != nil {
 		return err
 	}
-	g.buf, g.bufCap = ptr, size
+	*b = guestBuf{ptr, size}
 	return nil
 }
 
-// release frees the request buffer.
+// release frees the request buffer and the keep regions.
 func (g *wasmGuest) release() error {
-	if g.buf == 0 {
+	b := guestBuf{g.buf, g.bufCap}
+	g.buf, g.bufCap = 0, 0
+	return errors.Join(g.releaseBuf(&b), g.releaseBuf(&g.keep[0]), g.releaseBuf(&g.keep[1]))
+}
+
+// releaseBuf frees b (when it has one) and zeroes it.
+func (g *wasmGuest) releaseBuf(b *guestBuf) error {
+	if b.ptr == 0 {
 		return nil
 	}
-	g.stack[0] = uint64(g.buf)
-	g.buf, g.bufCap = 0, 0
+	g.stack[0] = uint64(b.ptr)
+	*b = guestBuf{}
 	if err := g.free.CallWithStack(g.ctx, g.stack); err != nil {
 		return fmt.Errorf("radixkv_free: %w", err)
 	}
@@ -288,19 +320,70 @@ func (g *wasmGuest) callInPlace(q *abi.Request) ([]byte, error) {
 	return g.call(b)
 }
 
+// canKeep reports whether the module has radixkv_call_keeping.
+func (g *wasmGuest) canKeep() bool { return g.callKeep != nil }
+
+// callKeepingInPlace encodes a match q into a keep region and runs it
+// with radixkv_call_keeping: the region then stays unchanged until the
+// next callKeepingInPlace (the engine's next match), so the guest keeps
+// the match's tokens in it for the insert that names the match. A
+// request that outgrows the region gets a bigger one (freeing the old
+// one, which drops the match it kept: this one replaces it anyway).
+func (g *wasmGuest) callKeepingInPlace(q *abi.Request) ([]byte, error) {
+	if err := g.usable(); err != nil {
+		return nil, err
+	}
+	if clobberRequests {
+		g.cur ^= 1
+	}
+	k := &g.keep[g.cur]
+	var view []byte
+	if k.ptr != 0 {
+		var ok bool
+		if view, ok = g.mem.Read(k.ptr, k.size); !ok {
+			return nil, fmt.Errorf("keep region 0x%x+%d is outside the %d bytes of memory", k.ptr, k.size, g.mem.Size())
+		}
+	}
+	b := abi.AppendRequest(view[:0:len(view)], q)
+	if len(b) == 0 || len(view) == 0 || &b[0] != &view[0] {
+		if uint64(len(b)) > math.MaxUint32 {
+			return nil, fmt.Errorf("request of %d bytes exceeds 32-bit memory", len(b))
+		}
+		if err := g.growBuf(k, uint32(len(b))); err != nil {
+			return nil, err
+		}
+		if !g.mem.Write(k.ptr, b) {
+			return nil, fmt.Errorf("writing %d request bytes at 0x%x: out of range", len(b), k.ptr)
+		}
+	}
+	out, err := g.runAt(g.callKeep, k.ptr, uint32(len(b)))
+	if o := g.keep[g.cur^1]; clobberRequests && o.ptr != 0 {
+		// The guest's promise on the other region ended with this call.
+		g.poison(o.ptr, o.size)
+	}
+	return out, err
+}
+
 // run calls radixkv_call on the first n bytes of the request buffer and
 // returns a view of the response in guest memory.
 func (g *wasmGuest) run(n uint32) ([]byte, error) {
-	g.stack[0], g.stack[1] = uint64(g.buf), uint64(n)
-	if err := g.callFun.CallWithStack(g.ctx, g.stack); err != nil {
-		return nil, fmt.Errorf("radixkv_call: %w", err)
-	}
-	ptr, size := uint32(g.stack[0]>>32), uint32(g.stack[0])
+	out, err := g.runAt(g.callFun, g.buf, n)
 	if clobberRequests {
 		// The guest may not read the request after the call (it reads
 		// arrays in place during it): poison it.
 		g.poison(g.buf, n)
 	}
+	return out, err
+}
+
+// runAt calls fn (radixkv_call or radixkv_call_keeping) on the n bytes
+// at ptr and returns a view of the response in guest memory.
+func (g *wasmGuest) runAt(fn api.Function, ptr, n uint32) ([]byte, error) {
+	g.stack[0], g.stack[1] = uint64(ptr), uint64(n)
+	if err := fn.CallWithStack(g.ctx, g.stack); err != nil {
+		return nil, fmt.Errorf("radixkv_call: %w", err)
+	}
+	ptr, size := uint32(g.stack[0]>>32), uint32(g.stack[0])
 	out, ok := g.mem.Read(ptr, size)
 	if !ok {
 		return nil, fmt.Errorf("response at 0x%x+%d is outside the %d bytes of memory", ptr, size, g.mem.Size())

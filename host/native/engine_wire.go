@@ -35,6 +35,16 @@ type keepingTransport interface {
 	callKeeping(req []byte) ([]byte, error)
 }
 
+// keepingInPlaceTransport is an inPlaceTransport whose guest can keep
+// viewing a match request after the call, in guest memory the transport
+// then leaves unchanged until its next callKeepingInPlace (the wasm
+// engine's radixkv_call_keeping, abi/SPEC.md §8); canKeep is false for a
+// guest without that export, which gets plain calls.
+type keepingInPlaceTransport interface {
+	callKeepingInPlace(q *abi.Request) ([]byte, error)
+	canKeep() bool
+}
+
 // RemoteError is an error response from an engine's guest: the ABI op
 // that failed, the wire code and the guest's message.
 //
@@ -273,7 +283,9 @@ func (e *wireEngine) roundTripMatch(op abi.Op, dst []int32) error {
 	}
 	var out []byte
 	var err error
-	if g, ok := e.tr.(inPlaceTransport); ok {
+	if k, ok := e.tr.(keepingInPlaceTransport); ok && k.canKeep() && (op == abi.OpMatch || op == abi.OpMatchLock) {
+		out, err = k.callKeepingInPlace(q)
+	} else if g, ok := e.tr.(inPlaceTransport); ok {
 		out, err = g.callInPlace(q)
 	} else if k, ok := e.tr.(keepingTransport); ok && (op == abi.OpMatch || op == abi.OpMatchLock) {
 		out, err = e.callKeeping(k, q)
