@@ -52,6 +52,15 @@ type InsertParams struct {
 	// same either way; a false promise can cache tokens under the wrong
 	// prefix.
 	AfterMatch bool
+	// MatchedSlots, with AfterMatch, is the caller's promise that the
+	// first MatchedSlots of Slots are the device slots the tree's last
+	// Match appended to its dst, in that buffer and unchanged since: the
+	// tree wrote them from its own values, so the insert does not check
+	// them for negative ones. It is honoured only while no node key or
+	// edge changed since that Match and when Slots start where those
+	// slots did (at most as many as it appended are trusted); otherwise
+	// every slot is checked. A false promise can cache a negative slot.
+	MatchedSlots int
 }
 
 // Range is a half-open atom range [Start, End) of an insert key.
@@ -226,8 +235,13 @@ func (t *Tree) BeginInsert(p InsertParams) (InsertStep, error) {
 	if err := t.checkAuxParams(p, L); err != nil {
 		return InsertStep{}, err
 	}
-	// One branch-free pass; search for the culprit only on failure.
-	if anyNegative(p.Slots[:L]) {
+	// One branch-free pass over the slots the tree did not just hand out
+	// itself; search for the culprit only on failure.
+	trusted := 0
+	if m := &t.lastMatch; p.AfterMatch && p.MatchedSlots > 0 && m.idx != nil && m.shape == t.shape && L > 0 && &p.Slots[0] == m.idx {
+		trusted = min(p.MatchedSlots, m.nidx, L)
+	}
+	if anyNegative(p.Slots[trusted:L]) {
 		for k, s := range p.Slots[:L] {
 			if s < 0 {
 				return InsertStep{}, fmt.Errorf("%w: slot %d at atom %d is negative", ErrInvalidArgument, s, k)

@@ -47,8 +47,12 @@ type MatchResult struct {
 // (whose first word is at tok) equal the keys of the path it walked in
 // namespace ns, while the tree's shape is still shape.
 type matchMark struct {
-	tok   *uint32
-	ntok  int
+	tok  *uint32
+	ntok int
+	// idx is the first of the nidx device slots the match appended to
+	// its dst (InsertParams.MatchedSlots).
+	idx   *int32
+	nidx  int
 	ns    uint32
 	atoms int
 	shape uint64
@@ -93,6 +97,9 @@ func (t *Tree) Match(dst []int32, ns Namespace, tokens []uint32) (MatchResult, e
 		t.lastMatch = matchMark{tok: &tokens[0], ntok: len(tokens), ns: nsID, atoms: w.fullHit, shape: t.shape}
 	}
 	r.Indices = r.Indices[:len(dst)+w.deviceLen]
+	if w.deviceLen > 0 && t.lastMatch.tok != nil {
+		t.lastMatch.idx, t.lastMatch.nidx = &r.Indices[len(dst)], w.deviceLen
+	}
 	r.DeviceLen = w.deviceLen
 	r.FullKVHitLen = w.fullHit
 

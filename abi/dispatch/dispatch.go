@@ -591,6 +591,10 @@ func (d *Dispatcher) matchedParams(inst *instance, q *abi.Request) error {
 		if q.Views()&abi.ViewSlots != 0 && k == len(inst.matchIdx) {
 			p.Slots = append(inst.matchIdx, p.Slots...)
 			inst.matchIdx = p.Slots[:k]
+			// Still the buffer the tree's Match wrote them to (unless the
+			// append moved them, which core sees): the tree need not
+			// check them again.
+			p.MatchedSlots = k
 		} else if full := d.slots[:cap(d.slots)]; n > 0 && k+n <= len(full) && &full[k] == &p.Slots[0] {
 			p.Slots = full[:k+n]
 			copy(p.Slots, inst.matchIdx[:k])
