@@ -122,7 +122,10 @@ func NewWasmEngine(cfg core.Config) (Engine, error) {
 // Each call copies the request into a guest buffer from radixkv_alloc
 // (allocated once, grown when a request does not fit, freed by Close),
 // runs radixkv_call and decodes the response straight out of the
-// module's memory; every memory access is bounds-checked. The slot lists
+// module's memory; every memory access is bounds-checked. Matches go
+// into a keep region of their own instead, by radixkv_call_keeping (where
+// the module has it), so the guest keeps their tokens in place for the
+// insert that names them (abi/SPEC.md §8, "Kept requests"). The slot lists
 // of returned actions may be views of that memory (see Engine: valid
 // until the next call on the engine, Close included). Results,
 // actions and errors are those of [NewInProcessEngine], byte for byte.
