@@ -88,6 +88,35 @@ GLOBL canaryBlock<>(SB), RODATA|NOPTR, $12
 	VPERM2I128 $0x08, T, T, T \
 	VPADDD     T, X, X
 
+// KERNELARGS loads the arguments both kernels share into the registers
+// above (h, broadcast, into HY: the chain before the block when writing,
+// the previous record when checking) and the block steps.
+#define KERNELARGS(HX, HY) \
+	MOVQ         rec+0(FP), DI              \
+	MOVQ         sl+8(FP), SI               \
+	MOVQ         tk+16(FP), DX              \
+	MOVQ         n+24(FP), CX               \
+	VMOVDQU      canaryLaneIdx<>(SB), Y6    \
+	MOVL         s0+32(FP), BX              \
+	VMOVD        BX, X11                    \
+	VPBROADCASTD X11, Y11                   \
+	VPADDD       Y6, Y11, Y11               \
+	MOVL         h+36(FP), BX               \
+	VMOVD        BX, HX                     \
+	VPBROADCASTD HX, HY                     \
+	MOVL         p+40(FP), BX               \
+	VMOVD        BX, X13                    \
+	VPBROADCASTD X13, Y13                   \
+	VPADDD       canaryLanePos<>(SB), Y13, Y13 \
+	MOVL         k1+44(FP), BX              \
+	VMOVD        BX, X15                    \
+	VPBROADCASTD X15, Y15                   \
+	MOVL         k2+48(FP), BX              \
+	VMOVD        BX, X14                    \
+	VPBROADCASTD X14, Y14                   \
+	VPBROADCASTD canaryBlock<>+0(SB), Y10   \
+	VPBROADCASTD canaryBlock<>+4(SB), Y12
+
 // LANEMASK2 sets M's lanes below the count in R (at most 8) to all ones,
 // the others to zero: the mask of VPMASKMOVD (XM is M's low half).
 #define LANEMASK2(R, XM, M, IOTA) \
@@ -100,30 +129,7 @@ GLOBL canaryBlock<>(SB), RODATA|NOPTR, $12
 // Writes records j = 0, 1, ... while j < n and sl[j] == s0+j; returns
 // how many.
 TEXT ·writeWordsAVX2(SB), NOSPLIT, $0-64
-	MOVQ         rec+0(FP), DI
-	MOVQ         sl+8(FP), SI
-	MOVQ         tk+16(FP), DX
-	MOVQ         n+24(FP), CX
-	VMOVDQU      canaryLaneIdx<>(SB), Y6
-	MOVL         s0+32(FP), BX
-	VMOVD        BX, X11
-	VPBROADCASTD X11, Y11
-	VPADDD       Y6, Y11, Y11
-	MOVL         h+36(FP), BX
-	VMOVD        BX, X9
-	VPBROADCASTD X9, Y9
-	MOVL         p+40(FP), BX
-	VMOVD        BX, X13
-	VPBROADCASTD X13, Y13
-	VPADDD       canaryLanePos<>(SB), Y13, Y13
-	MOVL         k1+44(FP), BX
-	VMOVD        BX, X15
-	VPBROADCASTD X15, Y15
-	MOVL         k2+48(FP), BX
-	VMOVD        BX, X14
-	VPBROADCASTD X14, Y14
-	VPBROADCASTD canaryBlock<>+0(SB), Y10
-	VPBROADCASTD canaryBlock<>+4(SB), Y12
+	KERNELARGS(X9, Y9)
 	VPBROADCASTD canaryBlock<>+8(SB), Y8
 	XORQ         AX, AX
 
@@ -187,30 +193,7 @@ w2done:
 // rec-4: a run is often a page of 16 records, one cache line, and that
 // load would touch the line before it too.
 TEXT ·checkWordsAVX2(SB), NOSPLIT, $0-64
-	MOVQ         rec+0(FP), DI
-	MOVQ         sl+8(FP), SI
-	MOVQ         tk+16(FP), DX
-	MOVQ         n+24(FP), CX
-	VMOVDQU      canaryLaneIdx<>(SB), Y6
-	MOVL         s0+32(FP), BX
-	VMOVD        BX, X11
-	VPBROADCASTD X11, Y11
-	VPADDD       Y6, Y11, Y11
-	MOVL         h+36(FP), BX
-	VMOVD        BX, X4
-	VPBROADCASTD X4, Y4
-	MOVL         p+40(FP), BX
-	VMOVD        BX, X13
-	VPBROADCASTD X13, Y13
-	VPADDD       canaryLanePos<>(SB), Y13, Y13
-	MOVL         k1+44(FP), BX
-	VMOVD        BX, X15
-	VPBROADCASTD X15, Y15
-	MOVL         k2+48(FP), BX
-	VMOVD        BX, X14
-	VPBROADCASTD X14, Y14
-	VPBROADCASTD canaryBlock<>+0(SB), Y10
-	VPBROADCASTD canaryBlock<>+4(SB), Y12
+	KERNELARGS(X4, Y4)
 	VMOVDQU      canaryRot8<>(SB), Y7
 	XORQ         AX, AX
 
