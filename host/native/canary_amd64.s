@@ -124,6 +124,26 @@ GLOBL canaryBlock<>(SB), RODATA|NOPTR, $12
 	VPBROADCASTD XM, M        \
 	VPCMPGTD     IOTA, M, M
 
+// TAILSLOTS, with BX lanes left (1 to 7), loads the slots of those lanes
+// into D under the lane mask Y5 and leaves in BX the lanes whose slot is
+// in the run (bit i: slot i is s0+j+i).
+#define TAILSLOTS(D) \
+	LANEMASK2(BX, X5, Y5, Y6) \
+	VPMASKMOVD (SI)(AX*4), Y5, D \
+	VPCMPEQD   Y11, D, D \
+	VPAND      Y5, D, D \
+	VMOVMSKPS  D, BX
+
+// STEPS compares the block's records in Y1 with its terms in Y0: each
+// record minus the one before it (the records rotated up a lane into Y3,
+// lane 0 the previous block's last from Y4) must be its term; Y1 lane i
+// is all ones where record i is, and Y4 is left the records before.
+#define STEPS() \
+	VPERMD   Y1, Y7, Y3     \
+	VPBLENDD $1, Y4, Y3, Y4 \
+	VPSUBD   Y4, Y1, Y1     \
+	VPCMPEQD Y0, Y1, Y1
+
 // func writeWordsAVX2(rec *uint32, sl *int32, tk *uint32, n int, s0 int32, h, p, k1, k2 uint32) int
 //
 // Writes records j = 0, 1, ... while j < n and sl[j] == s0+j; returns
@@ -160,11 +180,7 @@ w2tail:
 	// Fewer than 8 left: the slots of the lanes below n only.
 	TESTQ BX, BX
 	JLE   w2done
-	LANEMASK2(BX, X5, Y5, Y6)
-	VPMASKMOVD (SI)(AX*4), Y5, Y0
-	VPCMPEQD   Y11, Y0, Y0
-	VPAND      Y5, Y0, Y0
-	VMOVMSKPS  Y0, BX
+	TAILSLOTS(Y0)
 
 w2part:
 	// The block's first lanes up to the first slot out of the run.
@@ -212,10 +228,7 @@ c2loop:
 	VMOVDQU  (DX)(AX*4), Y0
 	MIX(Y0, Y1, Y13, Y15, Y14)
 	VMOVDQU  (DI)(AX*4), Y1
-	VPERMD   Y1, Y7, Y3     // the records rotated up a lane
-	VPBLENDD $1, Y4, Y3, Y4 // lane 0: the previous block's last: the records before
-	VPSUBD   Y4, Y1, Y1     // each record minus the one before it
-	VPCMPEQD Y0, Y1, Y1     // is its term
+	STEPS()
 	VMOVMSKPS Y1, BX
 	CMPL     BX, $0xff
 	JNE      c2part
@@ -230,11 +243,7 @@ c2tail:
 	// Fewer than 8 left: the slots of the lanes below n only.
 	TESTQ BX, BX
 	JLE   c2done
-	LANEMASK2(BX, X5, Y5, Y6)
-	VPMASKMOVD (SI)(AX*4), Y5, Y2
-	VPCMPEQD   Y11, Y2, Y2
-	VPAND      Y5, Y2, Y2
-	VMOVMSKPS  Y2, BX
+	TAILSLOTS(Y2)
 
 c2mask:
 	// The last block: records are read only where the slot is in the
@@ -248,10 +257,7 @@ c2mask:
 	VPMASKMOVD (DX)(AX*4), Y2, Y0
 	MIX(Y0, Y1, Y13, Y15, Y14)
 	VPMASKMOVD (DI)(AX*4), Y2, Y1
-	VPERMD     Y1, Y7, Y3
-	VPBLENDD   $1, Y4, Y3, Y4
-	VPSUBD     Y4, Y1, Y1
-	VPCMPEQD   Y0, Y1, Y1
+	STEPS()
 	VPAND      Y2, Y1, Y1
 	VMOVMSKPS  Y1, BX
 

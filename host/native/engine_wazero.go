@@ -161,8 +161,7 @@ type wasmGuest struct {
 	alloc, free, callFun api.Function
 	stack                []uint64
 
-	buf    uint32 // request buffer in guest memory (0: none yet)
-	bufCap uint32
+	req guestBuf // the request buffer in guest memory (ptr 0: none yet)
 
 	// callKeep is radixkv_call_keeping, nil in a module without it. The
 	// engine's matches go through it from keep[cur], which the engine
@@ -205,27 +204,16 @@ func (r *WasmRuntime) instantiate(ctx context.Context) (*wasmGuest, error) {
 		_ = mod.Close(ctx)
 		return nil, fmt.Errorf("%w: radixkv.wasm speaks ABI version %d, this host %d", ErrGuest, v, abi.Version)
 	}
-	if err := g.grow(initialRequestBuffer); err != nil {
+	if err := g.growBuf(&g.req, initialRequestBuffer); err != nil {
 		_ = mod.Close(ctx)
 		return nil, err
 	}
 	return g, nil
 }
 
-// grow replaces the request buffer by one of at least n bytes: the new
-// buffer is allocated before the old one is freed, so a failure leaves
-// the old one in place.
-func (g *wasmGuest) grow(n uint32) error {
-	b := guestBuf{g.buf, g.bufCap}
-	if err := g.growBuf(&b, n); err != nil {
-		return err
-	}
-	g.buf, g.bufCap = b.ptr, b.size
-	return nil
-}
-
 // growBuf replaces b by a buffer of at least n bytes (at least twice
-// b's size), allocated before b is freed.
+// b's size): the new buffer is allocated before b is freed, so a failure
+// leaves b in place.
 func (g *wasmGuest) growBuf(b *guestBuf, n uint32) error {
 	size := max(n, initialRequestBuffer)
 	if b.size > 0 && uint64(b.size)*2 <= math.MaxUint32 {
@@ -251,9 +239,7 @@ func (g *wasmGuest) growBuf(b *guestBuf, n uint32) error {
 
 // release frees the request buffer and the keep regions.
 func (g *wasmGuest) release() error {
-	b := guestBuf{g.buf, g.bufCap}
-	g.buf, g.bufCap = 0, 0
-	return errors.Join(g.releaseBuf(&b), g.releaseBuf(&g.keep[0]), g.releaseBuf(&g.keep[1]))
+	return errors.Join(g.releaseBuf(&g.req), g.releaseBuf(&g.keep[0]), g.releaseBuf(&g.keep[1]))
 }
 
 // releaseBuf frees b (when it has one) and zeroes it.
@@ -273,19 +259,47 @@ func (g *wasmGuest) call(req []byte) ([]byte, error) {
 	if err := g.usable(); err != nil {
 		return nil, err
 	}
-	if uint64(len(req)) > math.MaxUint32 {
-		return nil, fmt.Errorf("request of %d bytes exceeds 32-bit memory", len(req))
+	if err := g.writeAt(&g.req, req); err != nil {
+		return nil, err
 	}
-	n := uint32(len(req))
-	if n > g.bufCap {
-		if err := g.grow(n); err != nil {
-			return nil, err
+	return g.run(uint32(len(req)))
+}
+
+// writeAt copies req into b, growing b first when req does not fit.
+func (g *wasmGuest) writeAt(b *guestBuf, req []byte) error {
+	if uint64(len(req)) > math.MaxUint32 {
+		return fmt.Errorf("request of %d bytes exceeds 32-bit memory", len(req))
+	}
+	if n := uint32(len(req)); n > b.size {
+		if err := g.growBuf(b, n); err != nil {
+			return err
 		}
 	}
-	if !g.mem.Write(g.buf, req) {
-		return nil, fmt.Errorf("writing %d request bytes at 0x%x: out of range", n, g.buf)
+	if !g.mem.Write(b.ptr, req) {
+		return fmt.Errorf("writing %d request bytes at 0x%x: out of range", len(req), b.ptr)
 	}
-	return g.run(n)
+	return nil
+}
+
+// encodeAt encodes q straight into b in guest memory and returns its
+// length; a request that outgrows b is encoded on the host instead and
+// copied into a bigger b (writeAt).
+func (g *wasmGuest) encodeAt(b *guestBuf, q *abi.Request) (uint32, error) {
+	var view []byte
+	if b.ptr != 0 {
+		var ok bool
+		if view, ok = g.mem.Read(b.ptr, b.size); !ok {
+			return 0, fmt.Errorf("guest buffer 0x%x+%d is outside the %d bytes of memory", b.ptr, b.size, g.mem.Size())
+		}
+	}
+	// The full slice expression caps appends at the buffer: Read's view
+	// may extend to the end of memory, over the guest's own data.
+	enc := abi.AppendRequest(view[:0:len(view)], q)
+	if len(enc) > 0 && len(view) > 0 && &enc[0] == &view[0] {
+		return uint32(len(enc)), nil
+	}
+	// AppendRequest outgrew b and moved to a new Go slice.
+	return uint32(len(enc)), g.writeAt(b, enc)
 }
 
 // usable reports why the instance cannot take a call. A closed instance
@@ -301,26 +315,16 @@ func (g *wasmGuest) usable() error {
 
 // callInPlace encodes q straight into the request buffer in guest
 // memory, saving call's copy (a trace request is ~180 KB of tokens and
-// slots). A request that outgrows the buffer is encoded on the host
-// instead and goes through call, which grows the buffer for
-// the next ones.
+// slots).
 func (g *wasmGuest) callInPlace(q *abi.Request) ([]byte, error) {
 	if err := g.usable(); err != nil {
 		return nil, err
 	}
-	view, ok := g.mem.Read(g.buf, g.bufCap)
-	if !ok {
-		return nil, fmt.Errorf("request buffer 0x%x+%d is outside the %d bytes of memory", g.buf, g.bufCap, g.mem.Size())
+	n, err := g.encodeAt(&g.req, q)
+	if err != nil {
+		return nil, err
 	}
-	// The full slice expression caps appends at the buffer: Read's view
-	// may extend to the end of memory, over the guest's own data.
-	b := abi.AppendRequest(view[:0:len(view)], q)
-	if len(b) > 0 && len(view) > 0 && &b[0] == &view[0] {
-		return g.run(uint32(len(b)))
-	}
-	// AppendRequest outgrew the buffer and moved to a new Go slice, which
-	// call copies in after growing the buffer.
-	return g.call(b)
+	return g.run(n)
 }
 
 // canKeep reports whether the module has radixkv_call_keeping.
@@ -340,26 +344,11 @@ func (g *wasmGuest) callKeepingInPlace(q *abi.Request) ([]byte, error) {
 		g.cur ^= 1
 	}
 	k := &g.keep[g.cur]
-	var view []byte
-	if k.ptr != 0 {
-		var ok bool
-		if view, ok = g.mem.Read(k.ptr, k.size); !ok {
-			return nil, fmt.Errorf("keep region 0x%x+%d is outside the %d bytes of memory", k.ptr, k.size, g.mem.Size())
-		}
+	n, err := g.encodeAt(k, q)
+	if err != nil {
+		return nil, err
 	}
-	b := abi.AppendRequest(view[:0:len(view)], q)
-	if len(b) == 0 || len(view) == 0 || &b[0] != &view[0] {
-		if uint64(len(b)) > math.MaxUint32 {
-			return nil, fmt.Errorf("request of %d bytes exceeds 32-bit memory", len(b))
-		}
-		if err := g.growBuf(k, uint32(len(b))); err != nil {
-			return nil, err
-		}
-		if !g.mem.Write(k.ptr, b) {
-			return nil, fmt.Errorf("writing %d request bytes at 0x%x: out of range", len(b), k.ptr)
-		}
-	}
-	out, err := g.runAt(g.callKeep, k.ptr, uint32(len(b)))
+	out, err := g.runAt(g.callKeep, k.ptr, n)
 	if o := g.keep[g.cur^1]; clobberRequests && o.ptr != 0 {
 		// The guest's promise on the other region ended with this call.
 		g.poison(o.ptr, o.size)
@@ -370,11 +359,11 @@ func (g *wasmGuest) callKeepingInPlace(q *abi.Request) ([]byte, error) {
 // run calls radixkv_call on the first n bytes of the request buffer and
 // returns a view of the response in guest memory.
 func (g *wasmGuest) run(n uint32) ([]byte, error) {
-	out, err := g.runAt(g.callFun, g.buf, n)
+	out, err := g.runAt(g.callFun, g.req.ptr, n)
 	if clobberRequests {
 		// The guest may not read the request after the call (it reads
 		// arrays in place during it): poison it.
-		g.poison(g.buf, n)
+		g.poison(g.req.ptr, n)
 	}
 	return out, err
 }

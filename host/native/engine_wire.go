@@ -283,11 +283,12 @@ func (e *wireEngine) roundTripMatch(op abi.Op, dst []int32) error {
 	}
 	var out []byte
 	var err error
-	if k, ok := e.tr.(keepingInPlaceTransport); ok && k.canKeep() && (op == abi.OpMatch || op == abi.OpMatchLock) {
+	keep := op == abi.OpMatch || op == abi.OpMatchLock // a match an insert may name
+	if k, ok := e.tr.(keepingInPlaceTransport); ok && keep && k.canKeep() {
 		out, err = k.callKeepingInPlace(q)
 	} else if g, ok := e.tr.(inPlaceTransport); ok {
 		out, err = g.callInPlace(q)
-	} else if k, ok := e.tr.(keepingTransport); ok && (op == abi.OpMatch || op == abi.OpMatchLock) {
+	} else if k, ok := e.tr.(keepingTransport); ok && keep {
 		out, err = e.callKeeping(k, q)
 	} else {
 		e.req = abi.AppendRequest(e.req[:0], q)

@@ -323,11 +323,11 @@ func TestWasmEngine_Instances(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, m.Indices, "a separate instance shares nothing")
 	ga := a.(*wireEngine).tr.(*wasmGuest)
-	require.GreaterOrEqual(t, ga.bufCap, uint32(200_000))
-	require.NotZero(t, ga.buf)
+	require.GreaterOrEqual(t, ga.req.size, uint32(200_000))
+	require.NotZero(t, ga.req.ptr)
 	require.NoError(t, a.Close())
 	require.Nil(t, ga.mod, "the module instance is released")
-	require.Zero(t, ga.buf)
+	require.Zero(t, ga.req.ptr)
 }
 
 // TestWasmEngine_Concurrent runs one engine per goroutine on the shared
